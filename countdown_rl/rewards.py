@@ -1,0 +1,249 @@
+"""Countdown reward functions in the shape TRL's ``GRPOTrainer`` calls them (no torch needed).
+
+TRL 1.16 calls a sync reward function as ``f(prompts=..., completions=..., completion_ids=...,
+**dataset_columns, trainer_state=..., log_extra=..., log_metric=...)`` and wants one float per completion; a
+None means "cannot score this row" (TRL turns it into NaN and leaves it out of the advantage baseline).
+
+1. Each completion becomes text: a plain string as is, a conversational completion (a list of messages) as the
+   content of its last assistant message.
+2. Each ground-truth row (the ``nums`` and ``target`` dataset columns) is validated: ``nums`` a non-empty list
+   of non-negative ints, ``target`` an int. Python ints and NumPy integer scalars are accepted (through
+   ``operator.index``); bools and floats are not -- an int column never decodes to a float, so a float means a
+   broken dataset, and guessing that ``36.0`` meant 36 would hide it. A malformed row scores None, and the
+   batch's count of them goes to ``log_metric("countdown/malformed_rows", count)`` on every call (zeros
+   included, so the logged mean is the mean per batch).
+3. The text is scored by ``countdown_rl.verifier``, which only looks at ``<answer>`` tags, so it does not
+   matter whether the prompt template pre-filled ``<think>``.
+
+``get_reward_funcs(["countdown", ...])`` resolves config names through ``REWARD_FUNCS``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from countdown_rl import verifier
+
+__all__ = [
+    "MALFORMED_ROWS_METRIC",
+    "REWARD_FUNCS",
+    "completion_text",
+    "countdown_reward",
+    "countdown_reward_subset",
+    "get_reward_funcs",
+    "graduated_reward",
+    "length_aware_reward",
+]
+
+MALFORMED_ROWS_METRIC = "countdown/malformed_rows"
+"""``log_metric`` name for the number of malformed ground-truth rows in a batch."""
+
+# score_row(index, completion text, validated numbers, validated target) -> reward
+_RowScorer = Callable[[int, str, list[int], int], float]
+
+
+def completion_text(completion: Any) -> str:
+    """The text of one completion: a string as is, or the last assistant message's content.
+
+    Content given as a list of parts contributes its ``{"type": "text"}`` parts; missing content is "".
+
+    >>> completion_text("<answer>1 + 2</answer>")
+    '<answer>1 + 2</answer>'
+    >>> completion_text([{"role": "assistant", "content": "<answer>1 + 2</answer>"}])
+    '<answer>1 + 2</answer>'
+    """
+    if isinstance(completion, str):
+        return completion
+    if not isinstance(completion, list):
+        # The trainer's data, not model text: a wrong shape is a bug to surface, not a zero reward.
+        raise TypeError(f"a completion must be a str or a list of messages, got {type(completion).__name__}")
+    for message in reversed(completion):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return "".join(
+                    part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+                )
+            return ""
+    return ""
+
+
+def _as_int(value: Any) -> int | None:
+    """``value`` as a Python int when it is an integer type (numpy ints included), else None."""
+    if isinstance(value, bool):  # bool is an int subclass, but True is not a puzzle number
+        return None
+    try:
+        return operator.index(value)  # ints and numpy integer scalars; rejects floats, str, numpy.bool_
+    except TypeError:
+        return None
+
+
+def _parse_row(nums: Any, target: Any) -> tuple[list[int], int] | None:
+    """The validated ``(numbers, target)`` of one ground-truth row, or None when it is malformed."""
+    if isinstance(nums, (list, tuple)):
+        items = nums
+    elif getattr(nums, "ndim", None) == 1 and hasattr(nums, "tolist"):  # a 1-D numpy array (numpy format)
+        items = nums.tolist()
+    else:
+        return None
+    numbers = []
+    for item in items:
+        number = _as_int(item)
+        # A negative number cannot be written without a unary minus, so the puzzle could never be solved.
+        if number is None or number < 0:
+            return None
+        numbers.append(number)
+    target_int = _as_int(target)
+    if not numbers or target_int is None:
+        return None
+    return numbers, target_int
+
+
+def _score_rows(
+    name: str,
+    completions: Sequence[Any],
+    nums: Sequence[Any],
+    target: Sequence[Any],
+    kwargs: dict[str, Any],
+    score_row: _RowScorer,
+    **other_columns: Sequence[Any] | None,
+) -> list[float | None]:
+    """The loop shared by every reward: check lengths, validate rows, score, log the malformed count."""
+    if "numbers_rule" in kwargs:
+        raise TypeError(f"{name} takes no numbers_rule; use the 'countdown_subset' reward for the subset rule")
+    columns = {"completions": completions, "nums": nums, "target": target, **other_columns}
+    lengths = {}
+    for column, values in columns.items():
+        if not isinstance(values, Sequence) or isinstance(values, str):
+            raise TypeError(f"{name}: {column} must be a list (one entry per completion), got {type(values).__name__}")
+        lengths[column] = len(values)
+    if len(set(lengths.values())) > 1:
+        described = ", ".join(f"{column}={length}" for column, length in lengths.items())
+        raise ValueError(f"{name}: mismatched batch lengths ({described}); expected one row per completion")
+
+    rewards: list[float | None] = []
+    malformed = 0
+    for index, (completion, row_nums, row_target) in enumerate(zip(completions, nums, target)):
+        row = _parse_row(row_nums, row_target)
+        if row is None:
+            malformed += 1
+            rewards.append(None)
+        else:
+            rewards.append(score_row(index, completion_text(completion), row[0], row[1]))
+    log_metric = kwargs.get("log_metric")
+    if callable(log_metric):
+        log_metric(MALFORMED_ROWS_METRIC, malformed)
+    return rewards
+
+
+def countdown_reward(
+    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], **kwargs: Any
+) -> list[float | None]:
+    """Binary Countdown reward, exact-numbers rule: 1.0 correct, 0.1 answer tag but wrong, 0.0 no tag.
+
+    >>> countdown_reward(["<answer>(65 - 7) - 7</answer>", "<answer>65 - 7</answer>", "51"],
+    ...                  nums=[[7, 7, 65]] * 3, target=[51] * 3)
+    [1.0, 0.1, 0.0]
+    """
+
+    def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
+        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact")
+
+    return _score_rows("countdown_reward", completions, nums, target, kwargs, score)
+
+
+def countdown_reward_subset(
+    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], **kwargs: Any
+) -> list[float | None]:
+    """``countdown_reward`` under the original assignment's rule: each number used AT MOST once.
+
+    >>> countdown_reward_subset(["<answer>65 - 7 - 7</answer>", "<answer>65 - 14</answer>"],
+    ...                         nums=[[7, 7, 65, 3]] * 2, target=[51] * 2)
+    [1.0, 0.1]
+    """
+
+    def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
+        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "subset")
+
+    return _score_rows("countdown_reward_subset", completions, nums, target, kwargs, score)
+
+
+def graduated_reward(
+    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], **kwargs: Any
+) -> list[float | None]:
+    """Partial credit (``verifier.graduated_reward``): 1.0 / 0.7 / 0.5 / 0.3 / 0.1 / 0.0, exact-numbers rule.
+
+    >>> graduated_reward(["<answer>10 + 8 + 2</answer>", "<answer>10 * 8 / 2</answer>"],
+    ...                  nums=[[10, 8, 2]] * 2, target=[21] * 2)
+    [0.7, 0.3]
+    """
+
+    def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
+        return verifier.graduated_reward(text, {"numbers": numbers, "target": row_target}, "exact")
+
+    return _score_rows("graduated_reward", completions, nums, target, kwargs, score)
+
+
+def length_aware_reward(
+    completions: Sequence[Any],
+    nums: Sequence[Any],
+    target: Sequence[Any],
+    completion_ids: Sequence[Sequence[int]] | None = None,
+    **kwargs: Any,
+) -> list[float | None]:
+    """``countdown_reward`` times ``verifier.length_factor(len(completion_ids[i]))`` (shorter is better).
+
+    >>> length_aware_reward(["<answer>2 * 3</answer>"] * 2, nums=[[2, 3]] * 2, target=[6] * 2,
+    ...                     completion_ids=[[0] * 150, [0] * 400])
+    [1.0, 0.9]
+    """
+    if completion_ids is None:
+        raise ValueError(
+            "length_aware_reward needs completion_ids (the token ids of each completion, which TRL's "
+            "GRPOTrainer passes); call it with completion_ids=[...]"
+        )
+
+    def score(index: int, text: str, numbers: list[int], row_target: int) -> float:
+        base = verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact")
+        return base * verifier.length_factor(len(completion_ids[index]))
+
+    return _score_rows(
+        "length_aware_reward", completions, nums, target, kwargs, score, completion_ids=completion_ids
+    )
+
+
+REWARD_FUNCS: dict[str, Callable[..., list[float | None]]] = {
+    "countdown": countdown_reward,
+    "countdown_subset": countdown_reward_subset,
+    "graduated": graduated_reward,
+    "length_aware": length_aware_reward,
+}
+"""Config name -> reward function. The function's ``__name__`` names its ``rewards/<name>/mean`` log key."""
+
+
+def get_reward_funcs(names: Sequence[str]) -> list[Callable[..., list[float | None]]]:
+    """The reward functions for config names, in order.
+
+    Raises ValueError for an unknown name, a repeated name (TRL would log both under one key) or an empty list.
+
+    >>> [f.__name__ for f in get_reward_funcs(["countdown", "length_aware"])]
+    ['countdown_reward', 'length_aware_reward']
+    """
+    if isinstance(names, str):  # a bare string would be iterated character by character
+        raise TypeError(f"reward_funcs must be a list of names, got the string {names!r}")
+    names = list(names)
+    if not names:
+        raise ValueError(f"reward_funcs is empty; available: {', '.join(sorted(REWARD_FUNCS))}")
+    funcs = []
+    for name in names:
+        if name not in REWARD_FUNCS:
+            raise ValueError(f"unknown reward {name!r} in reward_funcs; available: {', '.join(sorted(REWARD_FUNCS))}")
+        funcs.append(REWARD_FUNCS[name])
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"reward_funcs names {', '.join(map(repr, duplicates))} more than once")
+    return funcs
