@@ -1,0 +1,355 @@
+"""``CountdownGRPOTrainer``: TRL's GRPOTrainer with our advantage and loss-reduction maths.
+
+TRL runs the loop (generation, vLLM, reference model, accumulation, logging, checkpoints). We replace two pieces:
+
+1. Advantages: ``_calculate_rewards`` (TRL's, gathered across processes) is captured; after TRL's
+   ``_generate_and_score_completions`` we recompute the advantages with ``grpo.group_advantages`` and keep this
+   process's slice. Countdown outcome and advantage metrics are logged on the way.
+2. Loss: ``_compute_loss`` is re-implemented compactly on ``grpo.compute_loss`` + ``grpo.reduce_loss``, keeping
+   TRL's k3 KL (with its bias-correction factor), the vLLM importance-sampling ratio, tool masks, MoE aux loss,
+   division by the accumulation steps, and the entropy / KL / clip-ratio logs.
+
+These hooks are private in TRL, so trl is pinned exactly and ``tests/test_trl_pin.py`` plus the parity tests
+against stock TRL trip on any change.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import torch
+from trl import GRPOConfig, GRPOTrainer
+
+from countdown_rl import grpo
+from countdown_rl.verifier import Outcome, classify_outcome
+
+ALGORITHMS = {
+    # algorithm -> (reduction, std_normalization) it stands for
+    "grpo": ("masked_mean", "group"),
+    "dr_grpo": ("masked_mean_drgrpo", "none"),
+}
+# our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
+REDUCTION_TO_LOSS_TYPE = {
+    "masked_mean": "grpo",
+    "masked_mean_drgrpo": "dr_grpo",
+    "token_mean": "bnpo",
+    "hybrid": "grpo",
+}
+# TRL options whose code paths our _compute_loss does not reproduce: (key, value that is supported)
+UNSUPPORTED_TRL_OPTIONS = {
+    "importance_sampling_level": "token",
+    "delta": None,
+    "top_entropy_quantile": 1.0,
+    "off_policy_mask_threshold": None,
+    "entropy_coef": 0.0,
+    "use_adaptive_entropy": False,
+    "multi_objective_aggregation": "sum_then_normalize",
+}
+
+
+@dataclass
+class CountdownGRPOConfig(GRPOConfig):
+    """GRPOConfig plus the GRPO / Dr.GRPO knobs of countdown-rl.
+
+    ``algorithm`` is a preset; ``reduction`` and ``std_normalization`` override it. TRL's ``loss_type`` and
+    ``scale_rewards`` are derived from them; set explicitly they must agree, or ``__post_init__`` says which keys
+    clash.
+
+    >>> cfg = CountdownGRPOConfig(output_dir="/tmp/x", algorithm="dr_grpo", use_cpu=True, report_to="none")
+    >>> cfg.reduction, cfg.std_normalization, cfg.loss_type, cfg.scale_rewards
+    ('masked_mean_drgrpo', 'none', 'dr_grpo', 'none')
+    """
+
+    algorithm: str = field(
+        default="grpo",
+        metadata={
+            "help": "Preset: 'grpo' (std-normalised advantages, per-sequence masked_mean) or 'dr_grpo' "
+            "(mean-only advantages, constant-normalised sum).",
+            "choices": list(ALGORITHMS),
+        },
+    )
+    reduction: str | None = field(
+        default=None,
+        metadata={
+            "help": "Loss reduction: 'masked_mean', 'masked_mean_drgrpo', 'token_mean' or 'hybrid'. "
+            "Default: the algorithm's.",
+            "choices": [*grpo.REDUCTIONS, None],
+        },
+    )
+    drgrpo_num_tokens: int | None = field(
+        default=None,
+        metadata={"help": "Dr.GRPO's constant normaliser (tokens per sequence). Default: max_completion_length."},
+    )
+    hybrid_alpha: float | None = field(
+        default=None,
+        metadata={
+            "help": "Weight of the Dr.GRPO term in the 'hybrid' reduction: alpha * drgrpo + (1 - alpha) * "
+            "masked_mean. Required with reduction='hybrid'."
+        },
+    )
+    baseline: str = field(
+        default="group_mean",
+        metadata={
+            "help": "Advantage baseline: 'group_mean' (GRPO) or 'none' (plain REINFORCE on raw rewards).",
+            "choices": list(grpo.BASELINES),
+        },
+    )
+    std_normalization: str | None = field(
+        default=None,
+        metadata={
+            "help": "Divide advantages by the reward std of the 'group', of the whole 'batch', or 'none'. "
+            "Default: the algorithm's.",
+            "choices": [*grpo.STD_NORMALIZATIONS, None],
+        },
+    )
+    advantage_eps: float = field(
+        default=1e-4,
+        metadata={"help": "Added to the std before dividing (1e-4 is the value TRL hard-codes)."},
+    )
+    loss_type: str | None = field(
+        default=None,
+        metadata={"help": "TRL's loss type. Leave unset: it is derived from `reduction`; a clash is an error."},
+    )
+    scale_rewards: str | None = field(
+        default=None,
+        metadata={
+            "help": "TRL's reward scaling. Leave unset: it is derived from `std_normalization`; a clash is an "
+            "error."
+        },
+    )
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {self.algorithm!r}")
+        preset_reduction, preset_std = ALGORITHMS[self.algorithm]
+        self.reduction = self.reduction or preset_reduction
+        self.std_normalization = self.std_normalization or preset_std
+        if self.reduction not in grpo.REDUCTIONS:
+            raise ValueError(f"reduction must be one of {list(grpo.REDUCTIONS)}, got {self.reduction!r}")
+        if self.std_normalization not in grpo.STD_NORMALIZATIONS:
+            raise ValueError(
+                f"std_normalization must be one of {list(grpo.STD_NORMALIZATIONS)}, got {self.std_normalization!r}"
+            )
+        if self.baseline not in grpo.BASELINES:
+            raise ValueError(f"baseline must be one of {list(grpo.BASELINES)}, got {self.baseline!r}")
+        if self.reduction == "hybrid":
+            if self.hybrid_alpha is None or not 0.0 <= self.hybrid_alpha <= 1.0:
+                raise ValueError(f"reduction 'hybrid' needs hybrid_alpha in [0, 1], got {self.hybrid_alpha}")
+        elif self.hybrid_alpha is not None:
+            raise ValueError(f"hybrid_alpha is set but reduction is {self.reduction!r}, not 'hybrid'")
+        if self.drgrpo_num_tokens is not None and self.drgrpo_num_tokens <= 0:
+            raise ValueError(f"drgrpo_num_tokens must be positive, got {self.drgrpo_num_tokens}")
+        if self.advantage_eps < 0:
+            raise ValueError(f"advantage_eps must be >= 0, got {self.advantage_eps}")
+
+        derived_loss_type = REDUCTION_TO_LOSS_TYPE[self.reduction]
+        if self.loss_type is not None and self.loss_type != derived_loss_type:
+            raise ValueError(
+                f"loss_type={self.loss_type!r} clashes with reduction={self.reduction!r} "
+                f"(algorithm={self.algorithm!r}), which TRL calls loss_type={derived_loss_type!r}; "
+                "leave loss_type unset, or set algorithm/reduction instead"
+            )
+        self.loss_type = derived_loss_type
+        scale = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
+        if scale is not None and scale != self.std_normalization:
+            raise ValueError(
+                f"scale_rewards={self.scale_rewards!r} clashes with std_normalization={self.std_normalization!r} "
+                f"(algorithm={self.algorithm!r}); leave scale_rewards unset, or set std_normalization instead"
+            )
+        self.scale_rewards = self.std_normalization
+        for key, supported in UNSUPPORTED_TRL_OPTIONS.items():
+            if getattr(self, key) != supported:
+                raise ValueError(
+                    f"{key}={getattr(self, key)!r} is not supported by CountdownGRPOTrainer (only {supported!r}); "
+                    "use trl.GRPOTrainer for that feature"
+                )
+        super().__post_init__()
+
+
+class CountdownGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer whose advantages and loss reduction come from ``countdown_rl.grpo`` (see module docstring)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not isinstance(self.args, CountdownGRPOConfig):
+            raise TypeError(f"CountdownGRPOTrainer needs a CountdownGRPOConfig, got {type(self.args).__name__}")
+        self._gathered_rewards_per_func: torch.Tensor | None = None
+
+    # -- advantages -------------------------------------------------------------------------------------------
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._gathered_rewards_per_func = rewards_per_func
+        self._log_countdown_outcomes(inputs, completions, completion_ids_list)
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        rewards_per_func = self._gathered_rewards_per_func
+        weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
+        rewards = (rewards_per_func * weights).nansum(dim=1)
+        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable: out of the baseline
+        args = self.args
+        advantages, stats = grpo.group_advantages(
+            rewards,
+            self.num_generations if mode == "train" else self.num_generations_eval,
+            baseline=args.baseline,
+            std_normalization=args.std_normalization,
+            advantage_eps=args.advantage_eps,
+        )
+        local = len(inputs)
+        rank = self.accelerator.process_index
+        output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"].device)
+
+        # TRL logged its own advantages for the completions table: show ours instead.
+        for _ in range(min(advantages.numel(), len(self._logs["advantages"]))):
+            self._logs["advantages"].pop()
+        self._logs["advantages"].extend(advantages.tolist())
+        for name, value in stats.items():
+            self._metrics[mode][f"advantages/{name}"].append(value)
+        return output
+
+    def _log_countdown_outcomes(self, inputs, completions, completion_ids_list) -> None:
+        """Correct / partial / failed fractions and the mean length of correct vs incorrect completions."""
+        if not inputs or "nums" not in inputs[0] or "target" not in inputs[0]:
+            return
+        from countdown_rl.rewards import completion_text
+
+        # columns: correct, partial, failed, tokens of correct, tokens of incorrect
+        counts = torch.zeros(5, dtype=torch.float64, device=self.accelerator.device)
+        for example, completion, ids in zip(inputs, completions, completion_ids_list, strict=True):
+            outcome = classify_outcome(completion_text(completion), example["nums"], example["target"])
+            counts[{Outcome.CORRECT: 0, Outcome.PARTIAL: 1, Outcome.FAILED: 2}[outcome]] += 1
+            counts[3 if outcome == Outcome.CORRECT else 4] += len(ids)
+        totals = self.accelerator.gather(counts.unsqueeze(0)).sum(dim=0).tolist()
+        correct, partial, failed, len_correct, len_incorrect = totals
+        mode = "train" if self.model.training else "eval"
+        n = correct + partial + failed
+        metrics = self._metrics[mode]
+        metrics["countdown/correct"].append(correct / n)
+        metrics["countdown/partial"].append(partial / n)
+        metrics["countdown/failed"].append(failed / n)
+        if correct:
+            metrics["countdown/completion_length_correct"].append(len_correct / correct)
+        if partial + failed:
+            metrics["countdown/completion_length_incorrect"].append(len_incorrect / (partial + failed))
+
+    # -- evaluation and model card ---------------------------------------------------------------------------
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"):
+        """Greedy Countdown scoring of the held-out subset (``eval_accuracy``, ``eval_partial``, ...).
+
+        Datasets without ``nums``/``target`` columns get TRL's own evaluation (loss on generated batches).
+        """
+        dataset = self.eval_dataset if eval_dataset is None else eval_dataset
+        if dataset is None or not {"nums", "target"} <= set(dataset.column_names):
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        from countdown_rl.evaluation import countdown_metrics
+
+        result = self.evaluate_countdown(dataset)
+        metrics = {f"{metric_key_prefix}_{key}": value for key, value in countdown_metrics(result).items()}
+        was_training = self.model.training
+        self.model.eval()  # GRPOTrainer.log flushes the metrics of the current mode: keep the train ones
+        self.log(dict(metrics))
+        self.model.train(was_training)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
+
+    def evaluate_countdown(self, dataset, final: bool = False):
+        """Score ``dataset`` greedily at ``max_completion_length``; each process takes a shard, results are gathered.
+
+        With ``final=True`` the results also go to ``<output_dir>/eval`` (eval.json, eval.md, samples.jsonl).
+        """
+        from accelerate.utils import gather_object
+
+        from countdown_rl.evaluation import evaluate_puzzles, summarise, write_eval_outputs
+
+        shard = dataset.shard(self.accelerator.num_processes, self.accelerator.process_index, contiguous=True)
+        model = self.accelerator.unwrap_model(self.model)
+        _, samples = evaluate_puzzles(
+            model,
+            self.processing_class,
+            list(shard),
+            max_tokens=self.max_completion_length,
+            batch_size=self.args.per_device_eval_batch_size,
+            chat_template_kwargs=self.chat_template_kwargs,
+            show_progress=final,
+        )
+        samples = gather_object(samples)
+        result = summarise(samples, max_tokens=self.max_completion_length, num_samples=1)
+        if final and self.accelerator.is_main_process:
+            meta = {"model": self.args.output_dir, "split": "test", "num_puzzles": len(dataset), "temperature": 0.0,
+                    "num_samples": 1, "backend": "transformers", "stage": "final"}
+            write_eval_outputs(os.path.join(self.args.output_dir, "eval"), [result],
+                               {self.max_completion_length: samples}, meta)
+        return result
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """Our card (base model, dataset, algorithm, budget, final evaluation) instead of TRL's generic one."""
+        if not self.is_world_process_zero():
+            return
+        from countdown_rl.model_card import write_model_card
+
+        fallback = {
+            "model": getattr(self.accelerator.unwrap_model(self.model).config, "_name_or_path", "unknown"),
+            "dataset": dataset_name or "unknown",
+            "algorithm": self.args.algorithm,
+            "max_completion_length": self.max_completion_length,
+        }
+        write_model_card(self.args.output_dir, fallback=fallback)
+
+    # -- loss -------------------------------------------------------------------------------------------------
+    def _compute_loss(self, model, inputs):
+        prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
+        completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
+        mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]
+        per_token_logps, entropies, aux_loss = self._get_per_token_logps_and_entropies(
+            model,
+            torch.cat([prompt_ids, completion_ids], dim=1),
+            torch.cat([prompt_mask, completion_mask], dim=1),
+            completion_ids.size(1),
+            compute_entropy=True,
+            compute_aux_loss=self.aux_loss_enabled,
+        )
+        # On-policy single pass: TRL skips the old log-probs, they equal the current ones (ratio 1).
+        old_per_token_logps = inputs.get("old_per_token_logps")
+        if old_per_token_logps is None:
+            old_per_token_logps = per_token_logps.detach()
+        per_token_loss, clip = grpo.compute_loss(
+            inputs["advantages"], per_token_logps, old_per_token_logps, self.epsilon_low, self.epsilon_high
+        )
+        if self.use_vllm and self.vllm_importance_sampling_correction:
+            per_token_loss = per_token_loss * inputs["importance_sampling_ratio"]
+        if self.beta != 0.0:
+            per_token_kl = grpo.k3_kl(per_token_logps, inputs["ref_per_token_logps"])
+            if self.args.use_bias_correction_kl:
+                per_token_kl = per_token_kl * clip["ratio"]
+            per_token_loss = per_token_loss + self.beta * per_token_kl
+
+        args = self.args
+        loss = grpo.reduce_loss(
+            per_token_loss,
+            mask,
+            args.reduction,
+            num_tokens=args.drgrpo_num_tokens or self.max_completion_length,
+            alpha=args.hybrid_alpha,
+        )
+        mode = "train" if self.model.training else "eval"
+        accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1.0
+        loss = loss / accumulation
+        if self.aux_loss_enabled:
+            loss = loss + self.router_aux_loss_coef * aux_loss / accumulation
+
+        def global_masked_mean(x: torch.Tensor) -> float:
+            totals = self.accelerator.reduce(torch.stack([(x * mask).sum(), mask.sum().float()]), reduction="sum")
+            return (totals[0] / totals[1].clamp(min=1.0)).item()
+
+        metrics = self._metrics[mode]
+        if self.beta != 0.0:
+            metrics["kl"].append(global_masked_mean(per_token_kl))
+        metrics["entropy"].append(global_masked_mean(entropies))
+        low, high = clip["is_low_clipped"].float(), clip["is_high_clipped"].float()
+        metrics["clip_ratio/low_mean"].append(global_masked_mean(low))
+        metrics["clip_ratio/high_mean"].append(global_masked_mean(high))
+        metrics["clip_ratio/region_mean"].append(global_masked_mean(torch.maximum(low, high)))
+        return loss

@@ -1,0 +1,20 @@
+"""Shared fixtures: the tiny offline tokenizer and Qwen3, built once per session and saved to disk."""
+
+import os
+
+# No Hub here, and TRL/transformers must not try to reach it (or send telemetry).
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A saved tiny Qwen3 + tokenizer (``save_pretrained`` layout), deterministic for seed 0."""
+    from countdown_rl.tiny import save_tiny_model
+
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", size="test", seed=0)
