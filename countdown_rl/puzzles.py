@@ -1,0 +1,309 @@
+"""Offline Countdown puzzles: an exact solver, a seeded generator and short solution traces (pure Python).
+
+Solver (:func:`solve`):
+
+1. The values reachable from a multiset of numbers are built bottom-up: split the multiset into two
+   non-empty parts, and combine every value of one part with every value of the other by ``+ - * /``
+   (both operand orders for ``-`` and ``/``; division only by a non-zero value), exactly, with ``Fraction``.
+   Every binary expression tree that uses each number exactly once is reached this way.
+2. Reachable sets are memoised on the sorted multiset, so parts shared by several splits are built once.
+3. At the top level the full reachable set is never built: for each split and each value ``a`` of the
+   smaller part, the value ``b`` that the other part would need to hit the target is computed for each
+   operation and looked up (a 4-number unsolvable puzzle takes a few milliseconds).
+4. Among expressions with the same value, one whose intermediate results are all non-negative integers
+   ("tidy") is preferred, because it reads better and gives an integer-only trace; otherwise the first
+   found wins, so the output is deterministic.
+
+Generator (:func:`generate_countdown`):
+
+1. Draw how many numbers the puzzle has (uniform in ``min_numbers..max_numbers``), then the numbers
+   (uniform in ``min_number..max_number``).
+2. Combine them in a random order with random operations into one expression; its value is the target.
+   The puzzle is kept only if that value is an integer in ``min_target..max_target`` and the puzzle
+   ``(target, sorted numbers)`` has not been generated before; otherwise redraw the numbers (same count).
+   Solvable by construction.
+3. :func:`solve` confirms each puzzle (``verify=True``), guarding the construction against regressions.
+
+Default ranges mirror the public ``Countdown-Tasks-3to4`` data (3-4 numbers in 1..99, positive integer
+targets, mostly at most 100): numbers 1..99 and targets 1..100 inclusive.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from fractions import Fraction
+from functools import lru_cache
+from numbers import Integral
+from typing import Union
+
+__all__ = ["Expr", "generate_countdown", "generate_with_solutions", "render", "solve", "solve_tree", "solver_trace"]
+
+# An expression tree: a leaf is a given number; a node is (operator, left, right).
+Expr = Union[int, tuple[str, "Expr", "Expr"]]
+
+# value -> (an expression with that value, whether all its intermediate results are non-negative integers)
+_Reach = dict[Fraction, tuple[Expr, bool]]
+
+OPERATORS = ("+", "-", "*", "/")
+
+
+def _check_nums(nums: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(nums, (str, bytes)) or not isinstance(nums, Sequence) or len(nums) == 0:
+        raise ValueError(f"nums must be a non-empty list of integers, got {nums!r}")
+    for x in nums:
+        # bool is Integral but never a puzzle number; negative leaves would need a unary minus to write.
+        if isinstance(x, bool) or not isinstance(x, Integral) or x < 0:
+            raise ValueError(f"nums must hold non-negative integers, got {x!r} in {list(nums)!r}")
+    return tuple(sorted(int(x) for x in nums))
+
+
+def _check_target(target: int) -> Fraction:
+    if isinstance(target, bool) or not isinstance(target, Integral):
+        raise ValueError(f"target must be an integer, got {target!r}")
+    return Fraction(int(target))
+
+
+def _is_tidy(value: Fraction) -> bool:
+    return value.denominator == 1 and value >= 0
+
+
+def _apply(op: str, a: Fraction, b: Fraction) -> Fraction:
+    return a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a / b
+
+
+def _combine(a: Fraction, b: Fraction) -> Iterator[tuple[str, bool, Fraction]]:
+    """Yield (operator, swapped, value) for every way to combine a and b; swapped means ``b op a``."""
+    yield "+", False, a + b
+    yield "*", False, a * b
+    yield "-", False, a - b
+    yield "-", True, b - a
+    if b != 0:
+        yield "/", False, a / b
+    if a != 0:
+        yield "/", True, b / a
+
+
+def _splits(ms: tuple[int, ...]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Each unordered split of a sorted multiset into two non-empty sorted parts, once, in a fixed order."""
+    n = len(ms)
+    seen: dict[tuple[tuple[int, ...], tuple[int, ...]], None] = {}
+    for mask in range(1, (1 << n) - 1):
+        left = tuple(ms[i] for i in range(n) if mask >> i & 1)
+        right = tuple(ms[i] for i in range(n) if not mask >> i & 1)
+        # (A, B) and (B, A) are the same split: _combine already tries both operand orders.
+        key = (left, right) if (len(left), left) <= (len(right), right) else (right, left)
+        seen.setdefault(key, None)
+    return list(seen)
+
+
+@lru_cache(maxsize=4096)
+def _reachable(ms: tuple[int, ...]) -> _Reach:
+    """All values reachable from the sorted multiset ``ms`` using each number once (cached; do not mutate)."""
+    if len(ms) == 1:
+        return {Fraction(ms[0]): (ms[0], True)}
+    out: _Reach = {}
+    for left, right in _splits(ms):
+        for a, (ea, ta) in _reachable(left).items():
+            for b, (eb, tb) in _reachable(right).items():
+                for op, swapped, value in _combine(a, b):
+                    tidy = ta and tb and _is_tidy(value)
+                    old = out.get(value)
+                    if old is None or (tidy and not old[1]):
+                        out[value] = ((op, eb, ea) if swapped else (op, ea, eb), tidy)
+    return out
+
+
+def _needed(a: Fraction, t: Fraction) -> Iterator[tuple[str, bool, Fraction]]:
+    """For a known operand ``a``, yield (operator, a_on_right, b) such that ``a op b`` (or ``b op a``) == t.
+
+    Only called with a != 0 and t != 0, where each equation has exactly one solution b.
+    """
+    yield "+", False, t - a  # a + b = t
+    yield "*", False, t / a  # a * b = t
+    yield "-", False, a - t  # a - b = t
+    yield "-", True, a + t  # b - a = t
+    yield "/", False, a / t  # a / b = t
+    yield "/", True, t * a  # b / a = t
+
+
+def solve_tree(nums: Sequence[int], target: int) -> Expr | None:
+    """Return an expression tree over all of ``nums`` whose exact value is ``target``, or None.
+
+    >>> solve_tree([7, 7, 65], 51)
+    ('-', ('-', 65, 7), 7)
+    >>> solve_tree([1, 1, 1], 99) is None
+    True
+    """
+    ms = _check_nums(nums)
+    t = _check_target(target)
+    if len(ms) == 1:
+        return ms[0] if ms[0] == t else None
+    first: Expr | None = None
+    for left, right in _splits(ms):
+        small, large = _reachable(left), _reachable(right)
+        if len(small) > len(large):
+            small, large = large, small
+        for a, (ea, ta) in small.items():
+            if a == 0 or t == 0:
+                # Zero makes * and / degenerate (many or no solutions for b): just try every b.
+                for b, (eb, tb) in large.items():
+                    for op, swapped, value in _combine(a, b):
+                        if value == t:
+                            expr: Expr = (op, eb, ea) if swapped else (op, ea, eb)
+                            if ta and tb and _is_tidy(t):
+                                return expr
+                            first = expr if first is None else first
+                continue
+            for op, a_on_right, b in _needed(a, t):
+                hit = large.get(b)
+                if hit is None:
+                    continue
+                eb, tb = hit
+                expr = (op, eb, ea) if a_on_right else (op, ea, eb)
+                if ta and tb and _is_tidy(t):
+                    return expr
+                first = expr if first is None else first
+    return first
+
+
+def render(expr: Expr) -> str:
+    """Render a tree as an equation, parenthesising every operation below the top one.
+
+    >>> render(("*", ("+", 1, 2), 3))
+    '(1 + 2) * 3'
+    """
+    if isinstance(expr, int):
+        return str(expr)
+    op, left, right = expr
+
+    def child(e: Expr) -> str:
+        return str(e) if isinstance(e, int) else f"({render(e)})"
+
+    return f"{child(left)} {op} {child(right)}"
+
+
+def solve(nums: Sequence[int], target: int) -> str | None:
+    """Return an equation using every number of ``nums`` exactly once that equals ``target``, or None.
+
+    >>> solve([7, 7, 65], 51)
+    '(65 - 7) - 7'
+    >>> solve([1, 1, 1], 99) is None
+    True
+    """
+    tree = solve_tree(nums, target)
+    return None if tree is None else render(tree)
+
+
+def _fmt(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def _steps(expr: Expr, out: list[str]) -> Fraction:
+    """Append one ``a op b = c`` line per operation, innermost first; return the value of ``expr``."""
+    if isinstance(expr, int):
+        return Fraction(expr)
+    op, left, right = expr
+    a, b = _steps(left, out), _steps(right, out)
+    value = _apply(op, a, b)
+    out.append(f"{_fmt(a)} {op} {_fmt(b)} = {_fmt(value)}")
+    return value
+
+
+def solver_trace(nums: Sequence[int], target: int, *, open_think: bool = True) -> str:
+    """A short worked solution: the solver's intermediate results in ``<think>``, then ``<answer>``.
+
+    ``open_think=False`` drops the leading ``<think>`` for prompts that already end with it (r1_zero).
+    Raises ValueError when the puzzle has no solution.
+
+    >>> solver_trace([7, 7, 65], 51)
+    '<think>65 - 7 = 58, 58 - 7 = 51</think> <answer>(65 - 7) - 7</answer>'
+    """
+    tree = solve_tree(nums, target)
+    if tree is None:
+        raise ValueError(f"no equation over {list(nums)} equals {target}")
+    steps: list[str] = []
+    _steps(tree, steps)
+    think = ", ".join(steps) if steps else f"{target} is given"
+    return f"{'<think>' if open_think else ''}{think}</think> <answer>{render(tree)}</answer>"
+
+
+def _random_value(nums: Sequence[int], rng: random.Random) -> Fraction:
+    """Value of a random expression tree over all of ``nums`` (random pairing order and operators)."""
+    pool = [Fraction(x) for x in nums]
+    while len(pool) > 1:
+        i, j = rng.sample(range(len(pool)), 2)
+        a, b = pool[i], pool[j]
+        op = rng.choice(OPERATORS if b != 0 else OPERATORS[:3])
+        value = _apply(op, a, b)
+        pool = [x for k, x in enumerate(pool) if k not in (i, j)] + [value]
+    return pool[0]
+
+
+def generate_countdown(
+    n: int,
+    *,
+    seed: int = 0,
+    min_numbers: int = 3,
+    max_numbers: int = 4,
+    min_number: int = 1,
+    max_number: int = 99,
+    min_target: int = 1,
+    max_target: int = 100,
+    verify: bool = True,
+) -> list[dict]:
+    """Generate ``n`` distinct solvable puzzles ``{"nums": [...], "target": int}``, deterministic per seed.
+
+    >>> puzzles = generate_countdown(3, seed=1)
+    >>> len(puzzles), all(solve(p["nums"], p["target"]) for p in puzzles)
+    (3, True)
+    >>> puzzles == generate_countdown(3, seed=1)
+    True
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if not 1 <= min_numbers <= max_numbers:
+        raise ValueError(f"need 1 <= min_numbers <= max_numbers, got {min_numbers}, {max_numbers}")
+    if not 0 <= min_number <= max_number:
+        raise ValueError(f"need 0 <= min_number <= max_number, got {min_number}, {max_number}")
+    if min_target > max_target:
+        raise ValueError(f"need min_target <= max_target, got {min_target}, {max_target}")
+    rng = random.Random(seed)
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+    puzzles: list[dict] = []
+    # Rejection sampling: most random expressions miss the target range; this bound only trips when the
+    # ranges cannot hold n distinct puzzles.
+    budget = 2000 * n + 10_000
+    draws = 0
+    while len(puzzles) < n and draws < budget:
+        # Fix the count first and retry within it: 4-number expressions miss the target range more often,
+        # so drawing the count per attempt would skew the output towards 3 numbers.
+        count = rng.randint(min_numbers, max_numbers)
+        while draws < budget:
+            draws += 1
+            nums = [rng.randint(min_number, max_number) for _ in range(count)]
+            value = _random_value(nums, rng)
+            if value.denominator != 1 or not min_target <= value <= max_target:
+                continue
+            target = int(value)
+            key = (target, tuple(sorted(nums)))
+            if key in seen:
+                continue
+            if verify and solve_tree(nums, target) is None:
+                raise RuntimeError(f"generator bug: no solution found for nums={nums}, target={target}")
+            seen.add(key)
+            puzzles.append({"nums": nums, "target": target})
+            break
+    if len(puzzles) < n:
+        raise RuntimeError(f"only {len(puzzles)} of {n} distinct puzzles found in {budget} draws; widen the ranges")
+    return puzzles
+
+
+def generate_with_solutions(n: int, **kwargs) -> list[dict]:
+    """Like :func:`generate_countdown`, with a ``solution`` equation added to each puzzle.
+
+    >>> [sorted(p) for p in generate_with_solutions(1)]
+    [['nums', 'solution', 'target']]
+    """
+    puzzles = generate_countdown(n, **kwargs)
+    return [{**p, "solution": solve(p["nums"], p["target"])} for p in puzzles]
