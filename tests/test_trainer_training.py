@@ -1,0 +1,153 @@
+"""CountdownGRPOTrainer in training: learning, degenerate batches, the vLLM path and two processes."""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def char_diversity_reward(completions, **kwargs):
+    """Dense toy reward: distinct characters per character. A random model never solves Countdown."""
+    return [len(set(c)) / (1 + len(c)) for c in completions]
+
+
+def even_token_reward(completions, completion_ids, **kwargs):
+    """Dense, quickly learnable toy reward: the share of completion tokens with an even id (0.5 at random)."""
+    return [sum(t % 2 == 0 for t in ids) / max(len(ids), 1) for ids in completion_ids]
+
+
+def constant_reward(completions, **kwargs):
+    return [0.5] * len(completions)
+
+
+def _dataset(n=8):
+    return Dataset.from_list(
+        [{"prompt": f"Numbers {i} {i + 1}, target {2 * i + 1}:", "nums": [i, i + 1], "target": 2 * i + 1}
+         for i in range(1, n + 1)]
+    )
+
+
+def _trainer(model_dir, tmp_path, reward, **overrides):
+    args = dict(
+        output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", gradient_checkpointing=False,
+        per_device_train_batch_size=8, num_generations=4, max_completion_length=8, max_steps=2,
+        learning_rate=1e-3, logging_steps=1, save_strategy="no", seed=0,
+    )
+    args.update(overrides)
+    return CountdownGRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward],
+        args=CountdownGRPOConfig(**args), train_dataset=_dataset(),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+    )
+
+
+def _history(trainer, key):
+    return [h[key] for h in trainer.state.log_history if key in h]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm", ["grpo", "dr_grpo"])
+def test_mean_reward_rises_with_a_dense_reward(tiny_model_dir, tmp_path, algorithm):
+    """Fails if a sign is flipped anywhere between the reward and the gradient."""
+    trainer = _trainer(tiny_model_dir, tmp_path, even_token_reward, algorithm=algorithm, max_steps=40,
+                       learning_rate=1e-2, max_completion_length=12)
+    trainer.train()
+    rewards = _history(trainer, "reward")
+    assert len(rewards) == 40
+    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
+    assert last > first + 0.15, f"mean reward did not rise: first steps {first:.3f}, last steps {last:.3f}"
+
+
+def test_equal_rewards_give_zero_advantages_and_a_finite_loss(tiny_model_dir, tmp_path):
+    trainer = _trainer(tiny_model_dir, tmp_path, constant_reward, algorithm="grpo", beta=0.04)
+    trainer.train()
+    assert all(math.isfinite(loss) for loss in _history(trainer, "loss"))
+    assert _history(trainer, "advantages/frac_zero_std_groups") == [1.0, 1.0]
+    assert _history(trainer, "advantages/max") == [0.0, 0.0]
+    assert set(trainer._logs["advantages"]) == {0.0}
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "dr_grpo"])
+def test_empty_and_truncated_completions_give_a_finite_loss(tiny_model_dir, tmp_path, algorithm):
+    trainer = _trainer(tiny_model_dir, tmp_path, char_diversity_reward, algorithm=algorithm, beta=0.04)
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    prompt_ids = torch.tensor([[5, 6, 7], [5, 6, 7]])
+    batch = {
+        "prompt_ids": prompt_ids,
+        "prompt_mask": torch.ones_like(prompt_ids),
+        "completion_ids": torch.tensor([[1, 1, 1, 1], [9, 10, 11, 12]]),
+        # an empty completion (EOS dropped, all padding) and one cut at max length (no EOS)
+        "completion_mask": torch.tensor([[0, 0, 0, 0], [1, 1, 1, 1]]),
+        "advantages": torch.tensor([1.0, -1.0]),
+        "ref_per_token_logps": torch.full((2, 4), -6.0),
+    }
+    loss = trainer._compute_loss(trainer.model, batch)
+    loss.backward()
+    assert math.isfinite(loss.item())
+    assert all(torch.isfinite(p.grad).all() for p in trainer.model.parameters() if p.grad is not None)
+
+
+def test_countdown_outcomes_and_lengths_are_logged(tiny_model_dir, tmp_path):
+    trainer = _trainer(tiny_model_dir, tmp_path, char_diversity_reward, max_steps=1)
+    trainer.train()
+    (log,) = [h for h in trainer.state.log_history if "loss" in h]
+    assert log["countdown/correct"] + log["countdown/partial"] + log["countdown/failed"] == pytest.approx(1.0)
+    assert 0 < log["countdown/completion_length_incorrect"] <= 8
+    for key in ("advantages/mean", "advantages/std", "entropy", "clip_ratio/region_mean"):
+        assert key in log
+
+
+def test_vllm_path_with_a_standin_backend(tiny_model_dir, tmp_path, monkeypatch):
+    """vLLM (and a GPU) are not available here: TRL's generation backend class is replaced by a stand-in that samples
+    from the HF model and returns its log-probs, so TRL's vLLM code path (weight sync, importance-sampling ratio)
+    runs with our advantages and loss."""
+    import trl.trainer.grpo_trainer as grpo_trainer_module
+
+    from tests.helpers.vllm_standin import HFSamplingVLLMStandIn
+
+    monkeypatch.setattr(grpo_trainer_module, "VLLMGeneration", HFSamplingVLLMStandIn)
+    HFSamplingVLLMStandIn.calls_to_sync = 0
+    trainer = _trainer(tiny_model_dir, tmp_path, char_diversity_reward, use_vllm=True, vllm_mode="colocate")
+    trainer.train()
+    assert HFSamplingVLLMStandIn.calls_to_sync == 2  # weights pushed once per generation step
+    (ratio_mean,) = set(_history(trainer, "sampling/importance_sampling_ratio/mean")[:1])
+    assert ratio_mean == pytest.approx(1.0, abs=1e-3)  # same model sampled and scored: ratio ~ 1
+    assert all(math.isfinite(loss) for loss in _history(trainer, "loss"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(Path(sys.executable).parent / "torchrun"),
+                    reason="torchrun not installed")
+@pytest.mark.parametrize("algorithm", ["grpo", "dr_grpo"])
+def test_two_processes_match_one_process_at_the_same_global_batch(tiny_model_dir, tmp_path, algorithm):
+    """DDP over gloo on CPU (torchrun really starts two processes; `accelerate launch --cpu` would start one)."""
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    results = {}
+    for nproc in (1, 2):
+        out = tmp_path / f"losses-{nproc}.json"
+        cmd = [torchrun, "--nproc_per_node", str(nproc), "--master_port", str(29500 + nproc + (algorithm == "grpo") * 10),
+               str(ROOT / "tests" / "helpers" / "ddp_run.py"), str(tiny_model_dir), str(out), algorithm]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results[nproc] = json.loads(out.read_text())
+    one, two = results[1], results[2]
+    assert len(one["loss"]) == 3
+    assert any(g > 0 for g in one["grad_norm"]), "the run must learn something for the comparison to mean anything"
+    # GRPO's on-policy loss is ~1e-7 of float noise (group-normalised advantages sum to zero); the gradient is not.
+    assert two["loss"] == pytest.approx(one["loss"], rel=1e-4, abs=1e-6)
+    for key in ("reward", "grad_norm"):
+        assert two[key] == pytest.approx(one[key], rel=1e-4), key
