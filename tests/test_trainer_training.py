@@ -151,3 +151,31 @@ def test_two_processes_match_one_process_at_the_same_global_batch(tiny_model_dir
     assert two["loss"] == pytest.approx(one["loss"], rel=1e-4, abs=1e-6)
     for key in ("reward", "grad_norm"):
         assert two[key] == pytest.approx(one[key], rel=1e-4), key
+
+
+def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_the_card(tiny_model_dir, tmp_path):
+    trainer = CountdownGRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(tiny_model_dir), reward_funcs=[char_diversity_reward],
+        args=CountdownGRPOConfig(
+            output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", per_device_train_batch_size=8,
+            per_device_eval_batch_size=8, num_generations=4, max_completion_length=8, max_steps=2, logging_steps=1,
+            save_strategy="no", eval_strategy="steps", eval_steps=1, seed=0, algorithm="dr_grpo",
+        ),
+        train_dataset=_dataset(), eval_dataset=_dataset(4), processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+    )
+    trainer.train()
+    evals = [h for h in trainer.state.log_history if "eval_accuracy" in h]
+    assert [h["step"] for h in evals] == [1, 2]
+    for h in evals:
+        assert h["eval_accuracy"] + h["eval_partial"] + h["eval_failed"] == pytest.approx(1.0)
+        assert 0 < h["eval_mean_completion_tokens"] <= 8
+    train_logs = [h for h in trainer.state.log_history if "loss" in h]
+    assert len(train_logs) == 2 and all("reward" in h for h in train_logs), "evaluation must not swallow train logs"
+
+    result = trainer.evaluate_countdown(_dataset(4), final=True)
+    saved = json.loads((tmp_path / "eval" / "eval.json").read_text())
+    assert saved["results"][0]["accuracy"] == result.accuracy and saved["results"][0]["max_tokens"] == 8
+    trainer.create_model_card(dataset_name="generated-puzzles")
+    card = (tmp_path / "README.md").read_text()
+    assert "- dr-grpo" in card and "- countdown-rl" in card and "generated-puzzles" in card
+    assert f"| 8 | {100 * result.accuracy:.1f}% | {result.correct} / {result.partial} / {result.failed} |" in card

@@ -1,0 +1,304 @@
+"""``countdown-rl eval``: score a model, checkpoint, LoRA adapter or Hub id on held-out Countdown puzzles.
+
+1. Check the arguments (model path, budgets, sampling) and load the dataset's held-out split with the same
+   dedupe and split as training (:func:`countdown_rl.data.prepare_countdown`), so no training puzzle is scored.
+   Every error here is one line, exit code 2, before any model is loaded.
+2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
+   as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
+3. Generate once at the largest budget and score every budget (:func:`countdown_rl.evaluation.evaluate_budgets`).
+4. Write ``eval.json``, ``eval.md`` and ``samples.jsonl`` to ``--output-dir`` and print the Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from countdown_rl.data import DEFAULT_DATASET, ON_INVALID, SPLIT_METHODS
+from countdown_rl.prompts import PROMPT_TEMPLATES
+
+PROG = "countdown-rl eval"
+ADAPTER_CONFIG = "adapter_config.json"
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+# Hub repo ids: "name" or "owner/name". Anything else (absolute, ./, ~, deeper paths) is meant as a local path.
+_HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+class UsageError(ValueError):
+    """A problem with the command line or the data, reported as one line with exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``countdown-rl eval`` argument parser."""
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Evaluate a model, checkpoint, LoRA adapter or Hub id on held-out Countdown puzzles.",
+    )
+    p.add_argument("--model", required=True,
+                   help="Hub id, model folder, checkpoint folder or LoRA adapter folder (has adapter_config.json)")
+    p.add_argument("--dataset", default=DEFAULT_DATASET, help="Hub dataset id or local .jsonl/.parquet file/folder")
+    p.add_argument("--dataset-split", default="train", help="split of the source dataset (default: train)")
+    p.add_argument("--split-method", choices=SPLIT_METHODS, default="random",
+                   help="held-out split as in training (default: random)")
+    p.add_argument("--test-size", type=int, default=1024, help="held-out puzzles, as in training (default: 1024)")
+    p.add_argument("--split-seed", type=int, default=42, help="seed of the held-out split, as in training (42)")
+    p.add_argument("--on-invalid-rows", choices=ON_INVALID, default="raise",
+                   help="a malformed dataset row: raise (default) or drop")
+    p.add_argument("--num-puzzles", "--num_puzzles", type=int, default=None,
+                   help="score only the first N held-out puzzles (default: all)")
+    p.add_argument("--max_tokens", "--max-tokens", dest="max_tokens", type=int, nargs="+", default=[256, 512, 1024],
+                   help="token budgets (max new tokens); one generation serves all (default: 256 512 1024)")
+    p.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto",
+                   help="auto: vllm when installed and CUDA is available, else transformers")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--num_samples", "--num-samples", dest="num_samples", type=int, default=1,
+                   help="samples per puzzle for pass@k (needs --temperature > 0)")
+    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=32,
+                   help="sequences per generation batch (transformers backend; default 32)")
+    p.add_argument("--template", choices=sorted(PROMPT_TEMPLATES), default="r1_zero",
+                   help="prompt template (default: r1_zero)")
+    p.add_argument("--enable-thinking", action=argparse.BooleanOptionalAction, default=None,
+                   help="chat templates: pass enable_thinking to the template (Qwen3); default: leave unset")
+    p.add_argument("--dtype", choices=DTYPES, default="auto", help="model weights dtype (default: auto)")
+    p.add_argument("--device", default=None, help="transformers device (default: cuda if available, else cpu)")
+    p.add_argument("--output-dir", default=None,
+                   help="default: <model folder>/eval for local models, eval_results/<id> for Hub ids")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return p
+
+
+def is_local_path(model: str) -> bool:
+    """Whether ``model`` names a local folder (existing, or spelled like a path rather than a Hub id).
+
+    >>> is_local_path("Qwen/Qwen2.5-3B"), is_local_path("./runs/x"), is_local_path("/abs"), is_local_path("a/b/c")
+    (False, True, True, True)
+    """
+    return Path(model).expanduser().exists() or not _HUB_MODEL_ID.fullmatch(model)
+
+
+def default_output_dir(model: str) -> Path:
+    """``<model folder>/eval`` for a local model, ``eval_results/<sanitised id>`` for a Hub id.
+
+    >>> str(default_output_dir("Qwen/Qwen2.5-3B-Instruct"))
+    'eval_results/Qwen__Qwen2.5-3B-Instruct'
+    """
+    if is_local_path(model):
+        return Path(model).expanduser() / "eval"
+    return Path("eval_results") / re.sub(r"[^\w.-]+", "_", model.replace("/", "__"))
+
+
+def resolve_backend(backend: str) -> str:
+    """``auto`` -> ``vllm`` when vllm is importable and CUDA is available, else ``transformers``."""
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    if backend == "vllm" and not has_vllm:
+        raise UsageError("--backend vllm: vllm is not installed (pip install 'countdown-rl[vllm]', CUDA GPU only)")
+    if backend != "auto":
+        return backend
+    if not has_vllm:
+        return "transformers"
+    import torch
+
+    return "vllm" if torch.cuda.is_available() else "transformers"
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Argument checks that need no data and no model."""
+    model = Path(args.model).expanduser()
+    if is_local_path(args.model) and not model.exists():
+        raise UsageError(f"--model {args.model}: no such folder (and it is not a Hub id like 'owner/name')")
+    if model.exists() and not model.is_dir():
+        raise UsageError(f"--model {args.model}: not a folder")
+    bad = [b for b in args.max_tokens if b <= 0]
+    if bad:
+        raise UsageError(f"--max_tokens: budgets must be positive, got {bad[0]}")
+    if args.temperature < 0:
+        raise UsageError(f"--temperature: must be >= 0, got {args.temperature}")
+    if args.num_samples < 1:
+        raise UsageError(f"--num_samples: must be >= 1, got {args.num_samples}")
+    if args.num_samples > 1 and args.temperature == 0:
+        raise UsageError(f"--num_samples {args.num_samples} needs --temperature > 0 (greedy samples are identical)")
+    if args.num_puzzles is not None and args.num_puzzles <= 0:
+        raise UsageError(f"--num-puzzles: must be positive, got {args.num_puzzles}")
+    if args.batch_size <= 0:
+        raise UsageError(f"--batch-size: must be positive, got {args.batch_size}")
+    if args.test_size <= 0:
+        raise UsageError(f"--test-size: must be positive, got {args.test_size}")
+
+
+def load_puzzles(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The held-out puzzles (with prompts in ``args.template``), cut to ``--num-puzzles``."""
+    from countdown_rl.data import prepare_countdown
+
+    try:
+        _, test, _ = prepare_countdown(
+            args.dataset,
+            split=args.dataset_split,
+            test_size=args.test_size,
+            seed=args.split_seed,
+            template=args.template,
+            split_method=args.split_method,
+            on_invalid=args.on_invalid_rows,
+        )
+    except (ValueError, FileNotFoundError) as err:
+        raise UsageError(f"--dataset {args.dataset}: {err}") from None
+    count = len(test) if args.num_puzzles is None else min(args.num_puzzles, len(test))
+    if count == 0:
+        raise UsageError(f"--dataset {args.dataset}: the held-out split is empty; nothing to evaluate")
+    return [dict(row) for row in test.select(range(count))]
+
+
+def _adapter_base(path: Path) -> str:
+    config = json.loads((path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+    base = config.get("base_model_name_or_path")
+    if not base:
+        raise UsageError(f"--model {path}: {ADAPTER_CONFIG} names no base_model_name_or_path")
+    return base
+
+
+def _vllm_engine(path: str, dtype: str, seed: int):
+    import vllm
+
+    return vllm.LLM(model=path, dtype=dtype, seed=seed)
+
+
+def load_model(
+    model: str, *, dtype: str = "auto", device: str | None = None, for_vllm: bool = False, seed: int = 0
+):
+    """Load ``(model, tokenizer)``; a LoRA adapter folder is loaded on its base model and merged.
+
+    With ``for_vllm`` the model is a ``vllm.LLM`` (an adapter is merged into a temporary folder first).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(model).expanduser()
+    is_adapter = (path / ADAPTER_CONFIG).is_file()
+    # An adapter folder usually holds the tokenizer training saved; otherwise use the base model's.
+    tokenizer_source = model
+    if is_adapter and not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
+        tokenizer_source = _adapter_base(path)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    if for_vllm and not is_adapter:
+        return _vllm_engine(model, dtype, seed), tokenizer
+    torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
+    if is_adapter:
+        from peft import AutoPeftModelForCausalLM
+
+        loaded = AutoPeftModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
+        # Merged weights generate faster and the same as base + adapter.
+        loaded = loaded.merge_and_unload()
+    else:
+        loaded = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype)
+    if for_vllm:
+        merged = tempfile.mkdtemp(prefix="countdown-rl-merged-")
+        atexit.register(shutil.rmtree, merged, True)  # a full copy of the weights: do not leave it behind
+        loaded.save_pretrained(merged)
+        tokenizer.save_pretrained(merged)
+        return _vllm_engine(merged, dtype, seed), tokenizer
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    return loaded.to(device), tokenizer
+
+
+@contextmanager
+def _progress_bars(enabled: bool):
+    """datasets (split, select) and transformers (weight loading) draw bars of their own: switch them off with
+    ``--no-progress``, and back as they were afterwards (``main`` also runs inside other programs and tests)."""
+    if enabled:
+        yield
+        return
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    was = datasets.is_progress_bar_enabled(), hf_logging.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was[0]:
+            datasets.enable_progress_bars()
+        if was[1]:
+            hf_logging.enable_progress_bar()
+
+
+def _fail(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``countdown-rl eval``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    with _progress_bars(not args.no_progress):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        check_args(args)
+        backend = resolve_backend(args.backend)
+        puzzles = load_puzzles(args)
+    except UsageError as err:
+        return _fail(str(err))
+
+    from countdown_rl.evaluation import evaluate_budgets, markdown_table, write_eval_outputs
+
+    try:
+        model, tokenizer = load_model(
+            args.model, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm", seed=args.seed
+        )
+    except (OSError, ValueError) as err:
+        print(f"{PROG}: error: cannot load model {args.model}: {err}", file=sys.stderr)
+        return 1
+    chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
+    evaluated = evaluate_budgets(
+        model,
+        tokenizer,
+        puzzles,
+        budgets=args.max_tokens,
+        template=args.template,
+        batch_size=args.batch_size,
+        temperature=args.temperature,
+        num_samples=args.num_samples,
+        seed=args.seed,
+        backend=backend,
+        chat_template_kwargs=chat_kwargs,
+        show_progress=not args.no_progress,
+    )
+    results = [result for result, _ in evaluated]
+    output_dir = Path(args.output_dir) if args.output_dir else default_output_dir(args.model)
+    meta = {
+        "model": args.model,
+        "dataset": args.dataset,
+        "split": "test",
+        "source_split": args.dataset_split,
+        "split_method": args.split_method,
+        "test_size": args.test_size,
+        "split_seed": args.split_seed,
+        "num_puzzles": len(puzzles),
+        "template": args.template,
+        "chat_template_kwargs": chat_kwargs,
+        "temperature": args.temperature,
+        "num_samples": args.num_samples,
+        "seed": args.seed,
+        "backend": backend,
+        "dtype": args.dtype,
+    }
+    write_eval_outputs(output_dir, results, {r.max_tokens: rows for r, rows in evaluated}, meta)
+    print(markdown_table(results))
+    print(f"\nwrote {output_dir / 'eval.json'}, {output_dir / 'eval.md'} and {output_dir / 'samples.jsonl'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,384 @@
+"""Evaluation: aggregation and pass@k by hand, generation on the tiny Qwen3, output files, the eval CLI.
+
+vLLM is not installed here (it needs CUDA), so the vLLM path is tested with a small stand-in ``vllm`` module put
+into ``sys.modules``: it stands in at the client boundary (``vllm.LLM`` / ``vllm.SamplingParams``) only, and
+checks what we hand vLLM and what we make of its outputs.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import math
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from countdown_rl import evaluate as eval_cli
+from countdown_rl.data import prepare_countdown, write_jsonl
+from countdown_rl.evaluation import (
+    BudgetResult,
+    Completion,
+    _completion_from_ids,
+    countdown_metrics,
+    cut_to_budget,
+    evaluate_budgets,
+    evaluate_puzzles,
+    markdown_table,
+    pass_at_k,
+    read_eval,
+    read_samples,
+    score_samples,
+    summarise,
+    write_eval_outputs,
+)
+from countdown_rl.puzzles import generate_countdown, solve
+
+PUZZLES = [{"nums": [7, 7, 65], "target": 51}, {"nums": [2, 3, 4], "target": 24}, {"nums": [10, 5], "target": 2}]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Aggregation (pure)
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_summarise_on_hand_made_completions():
+    completions = [
+        [Completion("<think>x</think> <answer>(65 - 7) - 7</answer>", 10, False)],  # correct
+        [Completion("<answer>2 * 3 + 4</answer>", 6, False)],  # partial: numbers fine, value 10
+        [Completion("10 / 5 is 2 but no tags", 16, True)],  # failed, hit the budget
+    ]
+    rows = score_samples(PUZZLES, ["p0", "p1", "p2"], completions)
+    assert [r["outcome"] for r in rows] == ["correct", "partial", "failed"]
+    assert [r["answer"] for r in rows] == ["(65 - 7) - 7", "2 * 3 + 4", None]
+    assert [r["reward"] for r in rows] == [1.0, 0.1, 0.0]
+    result = summarise(rows, max_tokens=16)
+    assert (result.num_puzzles, result.correct, result.partial, result.failed) == (3, 1, 1, 1)
+    assert result.accuracy == pytest.approx(1 / 3)
+    assert result.mean_tokens == pytest.approx(32 / 3)
+    assert result.max_tokens_used == 16
+    assert result.utilisation == pytest.approx(32 / 3 / 16)
+    assert result.truncation_rate == pytest.approx(1 / 3)
+    assert result.mean_tokens_correct == 10 and result.mean_tokens_incorrect == 11
+    assert result.pass_at_k == {}
+    assert countdown_metrics(result) == pytest.approx(
+        {"accuracy": 1 / 3, "partial": 1 / 3, "failed": 1 / 3, "mean_completion_tokens": 32 / 3}
+    )
+
+
+def test_summarise_none_when_no_correct_or_no_incorrect():
+    rows = score_samples(PUZZLES[:1], ["p"], [[Completion("<answer>(65 - 7) - 7</answer>", 5, False)]])
+    result = summarise(rows, max_tokens=8)
+    assert result.mean_tokens_correct == 5 and result.mean_tokens_incorrect is None
+    rows = score_samples(PUZZLES[:1], ["p"], [[Completion("nothing", 8, True)]])
+    assert summarise(rows, max_tokens=8).mean_tokens_correct is None
+
+
+def test_pass_at_k_against_hand_computation():
+    # 4 samples for each of 4 puzzles with 0, 1, 2 and 4 correct samples.
+    good, bad = "<answer>(65 - 7) - 7</answer>", "<answer>65 + 7 + 7</answer>"
+    hits = [0, 1, 2, 4]
+    completions = [[Completion(good if i < c else bad, 5, False) for i in range(4)] for c in hits]
+    rows = score_samples(PUZZLES[:1] * 4, ["p"] * 4, completions)
+    result = summarise(rows, max_tokens=8, num_samples=4)
+
+    def hand(c: int, k: int) -> float:  # the definition: 1 - C(n - c, k) / C(n, k)
+        return 1 - math.comb(4 - c, k) / math.comb(4, k)
+
+    assert sorted(result.pass_at_k) == [1, 2, 4]
+    for k in (1, 2, 4):
+        assert result.pass_at_k[k] == pytest.approx(sum(hand(c, k) for c in hits) / 4)
+    assert result.pass_at_k[1] == pytest.approx((0 + 0.25 + 0.5 + 1) / 4)
+    assert result.pass_at_k[4] == pytest.approx(0.75)
+    # accuracy and the counts use each puzzle's first sample only: puzzles 2, 3 and 4 start with a correct one
+    assert (result.accuracy, result.correct, result.partial) == (0.75, 3, 1)
+    assert pass_at_k(10, 3, 5) == pytest.approx(1 - math.comb(7, 5) / math.comb(10, 5))
+
+
+def test_summarise_rejects_bad_input():
+    row = {"outcome": "correct", "num_tokens": 1, "truncated": False, "sample_index": 0}
+    with pytest.raises(ValueError, match="no samples"):
+        summarise([], max_tokens=8)
+    with pytest.raises(ValueError, match="whole number"):
+        summarise([row, row, row], max_tokens=8, num_samples=2)
+    with pytest.raises(ValueError, match="puzzle-major"):
+        summarise([row, row], max_tokens=8, num_samples=2)
+
+
+def test_completion_counts_tokens_through_eos_and_cut_to_budget(tiny):
+    _, tokenizer = tiny
+    eos = tokenizer.eos_token_id
+    ids = tokenizer("<answer>1 + 2</answer>", add_special_tokens=False)["input_ids"]
+    done = _completion_from_ids([*ids, eos, tokenizer.pad_token_id, tokenizer.pad_token_id], {eos}, tokenizer)
+    assert (done.num_tokens, done.truncated, done.text) == (len(ids) + 1, False, "<answer>1 + 2</answer>")
+    cut = _completion_from_ids(ids, {eos}, tokenizer)
+    assert (cut.num_tokens, cut.truncated) == (len(ids), True)
+    short = cut_to_budget(done, 3, tokenizer)
+    assert (short.num_tokens, short.truncated, short.token_ids) == (3, True, done.token_ids[:3])
+    assert cut_to_budget(done, len(ids) + 1, tokenizer) is done  # EOS within the budget: unchanged
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Generation on the tiny model
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_evaluate_puzzles_on_tiny_model(tiny):
+    model, tokenizer = tiny
+    puzzles = generate_countdown(5, seed=1)
+    model.train()  # as mid-training
+    rng = torch.random.get_rng_state()
+    result, rows = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=12, batch_size=2, show_progress=False)
+    assert model.training, "training mode must be restored"
+    assert torch.equal(rng, torch.random.get_rng_state()), "the global RNG must be left alone"
+    assert result.num_puzzles == len(rows) == 5
+    assert result.correct + result.partial + result.failed == 5
+    tokens = [r["num_tokens"] for r in rows]
+    assert result.mean_tokens == pytest.approx(sum(tokens) / 5)
+    assert result.utilisation == pytest.approx(result.mean_tokens / 12)
+    assert result.max_tokens_used == max(tokens) <= 12
+    assert all(r["num_tokens"] == 12 for r in rows if r["truncated"])
+    assert result.truncation_rate == pytest.approx(sum(r["truncated"] for r in rows) / 5)
+    assert [(r["nums"], r["target"]) for r in rows] == [(p["nums"], p["target"]) for p in puzzles]
+    assert rows[0]["prompt"].endswith("<think>") and {r["sample_index"] for r in rows} == {0}
+
+    again, rows_again = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=12, batch_size=2, show_progress=False)
+    assert rows_again == rows and again == result, "greedy decoding is deterministic"
+    model.eval()
+
+
+def test_one_generation_serves_every_budget(tiny):
+    model, tokenizer = tiny
+    puzzles = generate_countdown(3, seed=2)
+    (small, small_rows), (large, _) = evaluate_budgets(
+        model, tokenizer, puzzles, budgets=[10, 4], batch_size=3, show_progress=False
+    )
+    assert (small.max_tokens, large.max_tokens) == (4, 10)
+    alone, alone_rows = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=4, batch_size=3, show_progress=False)
+    assert small_rows == alone_rows and small == alone
+
+
+def test_sampling_chat_template_and_pass_at_k(tiny):
+    model, tokenizer = tiny
+    puzzles = generate_countdown(2, seed=3)
+    kwargs = dict(max_tokens=6, template="chat", temperature=1.0, num_samples=3, seed=5, show_progress=False,
+                  chat_template_kwargs={"enable_thinking": False})
+    result, rows = evaluate_puzzles(model, tokenizer, puzzles, **kwargs)
+    assert len(rows) == 6 and [r["sample_index"] for r in rows] == [0, 1, 2, 0, 1, 2]
+    assert isinstance(rows[0]["prompt"], list) and rows[0]["prompt"][0]["role"] == "system"
+    assert sorted(result.pass_at_k) == [1, 2, 3]
+    assert evaluate_puzzles(model, tokenizer, puzzles, **kwargs)[1] == rows, "seeded sampling is reproducible"
+    with pytest.raises(ValueError, match="temperature"):
+        evaluate_puzzles(model, tokenizer, puzzles, max_tokens=4, num_samples=2, show_progress=False)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Output files
+# --------------------------------------------------------------------------------------------------------------
+
+
+def test_write_and_read_eval_outputs(tmp_path):
+    rows = score_samples(PUZZLES[:2], ["a", "b"], [[Completion("<answer>(65 - 7) - 7</answer>", 4, False)],
+                                                   [Completion("x", 8, True)]])
+    results = [summarise(rows, 8), summarise(rows, 16)]
+    write_eval_outputs(tmp_path / "out", results, {8: rows, 16: rows}, {"model": "m", "dataset": "d"})
+    data = read_eval(tmp_path / "out")
+    assert data["results"] == results
+    assert data["meta"]["model"] == "m" and "version" in data["meta"] and "date" in data["meta"]
+    assert [r["max_tokens"] for r in read_samples(tmp_path / "out")] == [8, 8, 16, 16]
+    assert len(read_samples(tmp_path / "out", max_tokens=16)) == 2
+    md = (tmp_path / "out" / "eval.md").read_text()
+    assert markdown_table(results) in md and "| 16 | 50.0% |" in md
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["eval.json", "eval.md", "samples.jsonl"]
+    assert BudgetResult.from_dict(json.loads(json.dumps(results[0].to_dict()))) == results[0]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The eval CLI
+# --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def dataset(tmp_path):
+    path = tmp_path / "puzzles.jsonl"
+    write_jsonl(generate_countdown(30, seed=7), path)
+    return path
+
+
+def _common(dataset, out) -> list[str]:
+    return ["--dataset", str(dataset), "--test-size", "4", "--output-dir", str(out), "--no-progress",
+            "--batch-size", "4"]
+
+
+def test_eval_cli_end_to_end(tiny_model_dir, dataset, tmp_path, capsys):
+    out = tmp_path / "eval"
+    assert eval_cli.main(["--model", str(tiny_model_dir), "--max_tokens", "8", "16", *_common(dataset, out)]) == 0
+    data = read_eval(out)
+    assert [r.max_tokens for r in data["results"]] == [8, 16]
+    assert all(r.num_puzzles == 4 for r in data["results"])
+    assert data["meta"]["split_seed"] == 42 and data["meta"]["backend"] == "transformers"
+    samples = read_samples(out)
+    assert len(samples) == 8 and {r["max_tokens"] for r in samples} == {8, 16}
+    # Exactly the held-out split of training: same dedupe, same seed.
+    _, test, _ = prepare_countdown(str(dataset), test_size=4, seed=42)
+    assert [(r["nums"], r["target"]) for r in samples[:4]] == [(r["nums"], r["target"]) for r in test]
+    table = (out / "eval.md").read_text()
+    assert "| 8 |" in table and "| 16 |" in table
+    printed = capsys.readouterr().out
+    assert "| max tokens |" in printed and str(out / "eval.json") in printed
+
+
+def test_eval_cli_lora_adapter(tiny_model_dir, dataset, tmp_path):
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    adapter = tmp_path / "adapter"
+    get_peft_model(base, config).save_pretrained(adapter)  # no tokenizer saved: it comes from the base
+    assert (adapter / "adapter_config.json").is_file() and not (adapter / "tokenizer.json").exists()
+
+    merged, tokenizer = eval_cli.load_model(str(adapter))
+    assert not isinstance(merged, PeftModel)
+    # Merged weights generate what base + adapter generate.
+    unmerged = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), adapter)
+    puzzles = generate_countdown(2, seed=4)
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    kwargs = dict(max_tokens=6, show_progress=False)
+    assert evaluate_puzzles(merged, tokenizer, puzzles, **kwargs)[1] == evaluate_puzzles(unmerged, tok, puzzles,
+                                                                                         **kwargs)[1]
+
+    out = tmp_path / "adapter_eval"
+    assert eval_cli.main(["--model", str(adapter), "--max-tokens", "4", *_common(dataset, out)]) == 0
+    assert read_eval(out)["results"][0].num_puzzles == 4
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--model", "./no/such/model"], "no such folder"),
+        (["--max_tokens", "0"], "budgets must be positive"),
+        (["--num_samples", "2"], "needs --temperature > 0"),
+        (["--num-puzzles", "0"], "must be positive"),
+        (["--dataset", "EMPTY"], "no rows"),
+    ],
+)
+def test_eval_cli_errors_before_loading_a_model(extra, message, tiny_model_dir, dataset, tmp_path, monkeypatch,
+                                                capsys):
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(eval_cli, "load_model", no_loading)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    argv = ["--model", str(tiny_model_dir), *_common(dataset, tmp_path / "out"), *extra]
+    argv = [str(empty) if a == "EMPTY" else a for a in argv]
+    assert eval_cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("countdown-rl eval: error:") and message in err and "\n" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_dispatch_and_default_output_dir(tiny_model_dir):
+    from countdown_rl.cli import main as cli_main
+
+    assert cli_main(["eval", "--model", "/no/such/dir"]) == 2
+    assert eval_cli.default_output_dir(str(tiny_model_dir)) == Path(tiny_model_dir) / "eval"
+    assert eval_cli.default_output_dir("Qwen/Qwen3-1.7B") == Path("eval_results/Qwen__Qwen3-1.7B")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# vLLM through a stand-in module
+# --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def fake_vllm(monkeypatch):
+    """A stand-in ``vllm`` with ``LLM`` and ``SamplingParams``: answers each puzzle correctly, except that the
+    last prompt's completion is cut by the budget. It records what it was given."""
+    calls: dict = {}
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    class LLM:
+        def __init__(self, model, **kwargs):
+            calls["init"] = {"model": model, **kwargs}
+
+        def generate(self, prompts, params, use_tqdm=True):
+            calls["prompts"], calls["params"] = prompts, params.kwargs
+            out = []
+            for i, prompt in enumerate(prompts):
+                nums = [int(x) for x in prompt.split("numbers [")[1].split("]")[0].split(", ")]
+                target = int(prompt.split("equals ")[1].split(".")[0])
+                text = f"ok</think> <answer>{solve(nums, target)}</answer>"
+                last = i == len(prompts) - 1
+                finish = "length" if last else "stop"
+                ids = list(range(params.kwargs["max_tokens"] if last else 7))
+                out.append(types.SimpleNamespace(outputs=[
+                    types.SimpleNamespace(text=text if not last else "ok", token_ids=ids, finish_reason=finish)
+                    for _ in range(params.kwargs["n"])
+                ]))
+            return out
+
+    module = types.ModuleType("vllm")
+    module.LLM, module.SamplingParams = LLM, SamplingParams
+    module.__spec__ = importlib.machinery.ModuleSpec("vllm", None)  # find_spec() must see it as installed
+    monkeypatch.setitem(sys.modules, "vllm", module)
+    return calls
+
+
+def test_generate_vllm_with_stand_in(fake_vllm, tiny):
+    _, tokenizer = tiny
+    puzzles = generate_countdown(3, seed=5)
+    result, rows = evaluate_puzzles("/models/some-model", tokenizer, puzzles, max_tokens=32, backend="vllm",
+                                    template="chat", temperature=0.7, num_samples=2, seed=3)
+    assert fake_vllm["init"] == {"model": "/models/some-model", "seed": 3, "dtype": "auto"}
+    assert fake_vllm["params"] == {"n": 2, "temperature": 0.7, "max_tokens": 32, "seed": 3}
+    assert fake_vllm["prompts"][0].startswith("<|im_start|>system") and fake_vllm["prompts"][0].endswith(
+        "<|im_start|>assistant\n"
+    )
+    assert [r["outcome"] for r in rows] == ["correct"] * 4 + ["failed"] * 2
+    assert [r["truncated"] for r in rows] == [False] * 4 + [True] * 2
+    assert (result.accuracy, result.truncation_rate, result.max_tokens_used) == (pytest.approx(2 / 3),
+                                                                               pytest.approx(1 / 3), 32)
+    assert result.pass_at_k[2] == pytest.approx(2 / 3)
+
+
+def test_eval_cli_vllm_backend_with_stand_in(fake_vllm, tiny_model_dir, dataset, tmp_path):
+    out = tmp_path / "vllm_eval"
+    argv = ["--model", str(tiny_model_dir), "--backend", "vllm", "--max_tokens", "16", "32", "--dtype", "bfloat16",
+            *_common(dataset, out)]
+    assert eval_cli.main(argv) == 0
+    assert fake_vllm["init"]["model"] == str(tiny_model_dir) and fake_vllm["init"]["dtype"] == "bfloat16"
+    assert fake_vllm["params"]["max_tokens"] == 32  # one generation at the largest budget
+    data = read_eval(out)
+    assert data["meta"]["backend"] == "vllm"
+    assert [r.accuracy for r in data["results"]] == [0.75, 0.75]
+    # The stand-in's cut completion has 32 tokens: at budget 16 it is cut again, at 32 it is exactly truncated.
+    assert [r.max_tokens_used for r in data["results"]] == [16, 32]
+
+
+def test_eval_cli_vllm_merges_an_adapter_first(fake_vllm, tiny_model_dir, dataset, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    adapter = tmp_path / "adapter"
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj"])).save_pretrained(adapter)
+    argv = ["--model", str(adapter), "--backend", "vllm", "--max_tokens", "8", *_common(dataset, tmp_path / "o")]
+    assert eval_cli.main(argv) == 0
+    merged = Path(fake_vllm["init"]["model"])  # vLLM was handed a merged full model, not the adapter
+    assert "countdown-rl-merged-" in merged.name and (merged / "config.json").is_file()
+    assert not (merged / "adapter_config.json").exists()

@@ -1,0 +1,49 @@
+"""The README is the front door: its test command is the one CI runs, and its commands exist."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bash_blocks(text):
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    readme_blocks = _bash_blocks((ROOT / "README.md").read_text())
+    test_command = next(block.strip() for block in readme_blocks if "pytest" in block)
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test_command in ci_lines
+
+
+def test_cli_help_lists_the_commands_without_importing_torch_or_trl():
+    out = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "--help"], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    for command in ("train", "eval", "report", "generate", "verify"):
+        assert re.search(rf"^\s+{command}\s", out.stdout, flags=re.M), command
+    # --help stays fast because nothing heavy is imported (importing trl alone costs ~5 s)
+    probe = (
+        "import sys\nfrom countdown_rl import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'trl', 'transformers', 'datasets') if m in sys.modules))"
+    )
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert res.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_generate_and_verify_commands(tmp_path):
+    out = tmp_path / "p.jsonl"
+    subprocess.run([sys.executable, "-m", "countdown_rl.cli", "generate", "5", "--out", str(out), "--seed", "3"],
+                   check=True, cwd=ROOT, capture_output=True)
+    assert len(out.read_text().splitlines()) == 5
+    res = subprocess.run(
+        [sys.executable, "-m", "countdown_rl.cli", "verify", "--nums", "7", "7", "65", "--target", "51",
+         "<think>hm</think><answer>(65 - 7) - 7</answer>"],
+        check=True, cwd=ROOT, capture_output=True, text=True,
+    )
+    assert '"outcome": "correct"' in res.stdout and '"reward": 1.0' in res.stdout
+    bad = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "generate", "0", "--out", str(out)], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "n must be positive" in bad.stderr
