@@ -137,3 +137,24 @@ def test_advantages_loss_and_gradients_match_stock_trl(tiny_model_dir, tmp_path,
         assert ours._metrics["train"]["kl"][-1] == pytest.approx(stock._metrics["train"]["kl"][-1], rel=1e-5)
     for key in ("entropy", "clip_ratio/region_mean"):
         assert ours._metrics["train"][key][-1] == pytest.approx(stock._metrics["train"][key][-1], rel=1e-5, abs=1e-8)
+
+
+def test_hybrid_reduction_is_the_alpha_mix_of_stock_dr_grpo_and_grpo(tiny_model_dir, tmp_path):
+    """No stock TRL loss is the hybrid, but it must equal alpha * stock dr_grpo + (1 - alpha) * stock grpo."""
+    alpha = 0.3
+    training = dict(beta=0.04, num_iterations=2, gradient_accumulation_steps=1)
+    ours = _make_trainer(CountdownGRPOTrainer, CountdownGRPOConfig, tiny_model_dir, tmp_path / "ours",
+                         algorithm="dr_grpo", reduction="hybrid", hybrid_alpha=alpha, **training)
+    torch.manual_seed(0)
+    batch = ours._generate_and_score_completions(_generation_batch())
+    _perturb(ours.model)
+    hybrid = ours._compute_loss(ours.model, batch)
+    stock_losses = {}
+    for loss_type in ("dr_grpo", "grpo"):
+        stock = _make_trainer(GRPOTrainer, GRPOConfig, tiny_model_dir, tmp_path / loss_type, loss_type=loss_type,
+                              scale_rewards="none", **training)
+        _perturb(stock.model)
+        stock_losses[loss_type] = stock._compute_loss(stock.model, batch)
+    expected = alpha * stock_losses["dr_grpo"] + (1 - alpha) * stock_losses["grpo"]
+    assert (stock_losses["dr_grpo"] - stock_losses["grpo"]).abs() > 1e-4, "the two reductions must differ here"
+    torch.testing.assert_close(hybrid, expected, rtol=1e-5, atol=1e-7)

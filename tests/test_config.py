@@ -1,0 +1,66 @@
+"""CountdownGRPOConfig: presets, derived TRL keys, and clashes reported with the keys that clash."""
+
+import pytest
+
+from countdown_rl.trainer import CountdownGRPOConfig
+
+
+def _config(tmp_path, **kwargs):
+    return CountdownGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, reduction, std, loss_type",
+    [
+        (dict(algorithm="grpo"), "masked_mean", "group", "grpo"),
+        (dict(algorithm="dr_grpo"), "masked_mean_drgrpo", "none", "dr_grpo"),
+        (dict(algorithm="grpo", reduction="token_mean"), "token_mean", "group", "bnpo"),
+        (dict(algorithm="dr_grpo", std_normalization="batch"), "masked_mean_drgrpo", "batch", "dr_grpo"),
+        (dict(algorithm="grpo", reduction="hybrid", hybrid_alpha=0.25), "hybrid", "group", "grpo"),
+    ],
+)
+def test_presets_and_overrides_derive_trl_keys(tmp_path, kwargs, reduction, std, loss_type):
+    cfg = _config(tmp_path, **kwargs)
+    assert (cfg.reduction, cfg.std_normalization, cfg.loss_type, cfg.scale_rewards) == (reduction, std, loss_type, std)
+
+
+def test_agreeing_explicit_trl_keys_are_accepted(tmp_path):
+    cfg = _config(tmp_path, algorithm="dr_grpo", loss_type="dr_grpo", scale_rewards="none")
+    assert cfg.loss_type == "dr_grpo" and cfg.scale_rewards == "none"
+    assert _config(tmp_path, algorithm="grpo", scale_rewards=True).scale_rewards == "group"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(algorithm="grpo", loss_type="dr_grpo"), "loss_type='dr_grpo' clashes with reduction='masked_mean'"),
+        (dict(algorithm="dr_grpo", scale_rewards="group"), "scale_rewards='group' clashes with std_normalization='none'"),
+        (dict(algorithm="grpo", loss_type="dapo"), "loss_type='dapo' clashes"),
+        (dict(reduction="hybrid"), "reduction 'hybrid' needs hybrid_alpha"),
+        (dict(reduction="hybrid", hybrid_alpha=1.5), "hybrid_alpha in \\[0, 1\\]"),
+        (dict(hybrid_alpha=0.5), "hybrid_alpha is set but reduction is 'masked_mean'"),
+        (dict(algorithm="ppo"), "algorithm must be one of"),
+        (dict(baseline="median"), "baseline must be one of"),
+        (dict(drgrpo_num_tokens=0), "drgrpo_num_tokens must be positive"),
+        (dict(importance_sampling_level="sequence"), "importance_sampling_level='sequence' is not supported"),
+        (dict(entropy_coef=0.01), "entropy_coef=0.01 is not supported"),
+        (dict(top_entropy_quantile=0.2), "top_entropy_quantile=0.2 is not supported"),
+    ],
+)
+def test_contradictions_fail_fast_naming_the_keys(tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        _config(tmp_path, **kwargs)
+
+
+def test_every_added_field_has_help():
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    base = {f.name for f in fields(GRPOConfig)}
+    added = [f for f in fields(CountdownGRPOConfig) if f.name not in base]
+    assert {f.name for f in added} >= {"algorithm", "reduction", "drgrpo_num_tokens", "hybrid_alpha", "baseline",
+                                       "std_normalization", "advantage_eps"}
+    for f in fields(CountdownGRPOConfig):
+        if f.name in {a.name for a in added} | {"loss_type", "scale_rewards"}:
+            assert f.metadata.get("help"), f.name
