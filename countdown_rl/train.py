@@ -4,16 +4,21 @@ Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_
 
 1. Parse the recipe strictly (script, training and model arguments) and check everything that can be wrong in it
    before any model or dataset is loaded.
-2. Seed and logging; load, validate, dedupe and split the dataset; render prompts.
+2. Seed and logging; load, validate, dedupe and split the dataset; render prompts (a bad file or row is reported
+   before the model is loaded).
 3. Tokenizer and model (dtype, attention implementation, LoRA through ``use_peft``); rewards by name.
-4. ``CountdownGRPOTrainer`` trains (resuming from the newest checkpoint when asked); the model is saved, optionally
-   merged (LoRA), evaluated on the held-out split, described in a model card and pushed to the Hub.
+4. ``CountdownGRPOTrainer`` trains (resuming from the newest checkpoint when asked); the model (or adapter) is
+   saved, evaluated on the held-out split, described in a model card, pushed to the Hub, and last, with
+   ``merge_adapter``, merged into ``<output_dir>/merged``.
+
+Every error found before loading is one line on stderr, ``countdown-rl train: error: ...``, and exit code 2.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,21 +73,48 @@ class CountdownScriptArguments:
     )
 
 
-def parse_args(argv: list[str] | None = None):
-    """Parse ``--config recipe.yaml`` plus ``--key value`` overrides; unknown keys are errors naming the source."""
+def _recipe_parser():
+    """TrlParser over our three dataclasses whose argparse errors raise ValueError (argparse prints usage, exits)."""
     from trl import ModelConfig, TrlParser
 
     from countdown_rl.trainer import CountdownGRPOConfig
 
+    class RecipeParser(TrlParser):
+        def error(self, message):
+            raise ValueError(message)
+
+    return RecipeParser((CountdownScriptArguments, CountdownGRPOConfig, ModelConfig))
+
+
+def _source(message: str, argv: list[str], config_path: str | None) -> str:
+    """Where the option a parse error names came from: the command line, the recipe file, or either."""
+    if config_path is None:
+        return "command line"
+    named = re.findall(r"--\w+", message)
+    if named and any(flag in argv for flag in named):
+        return "command line"
+    if named or len(argv) == 2:  # only --config recipe.yaml: the file set it
+        return config_path
+    return f"{config_path} (with command-line overrides)"
+
+
+def parse_args(argv: list[str] | None = None):
+    """Parse ``--config recipe.yaml`` plus ``--key value`` overrides; unknown keys are errors naming the source."""
+    import yaml
+
     argv = list(sys.argv[1:] if argv is None else argv)
     config_path = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
-    parser = TrlParser((CountdownScriptArguments, CountdownGRPOConfig, ModelConfig))
+    parser = _recipe_parser()
     try:
         *parsed, from_config, from_cli = parser.parse_args_and_config(
             argv, return_remaining_strings=True, separate_remaining_strings=True
         )
+    except OSError as err:  # the recipe file cannot be read
+        raise ValueError(f"--config: {err.strerror or err}: {config_path}") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"{config_path}: not valid YAML: {err}") from None
     except ValueError as err:
-        raise ValueError(f"{config_path or 'command line'}: {err}") from None
+        raise ValueError(f"{_source(str(err), argv, config_path)}: {err}") from None
     unknown_config = [s[2:] for s in from_config if s.startswith("--")]
     if unknown_config:
         raise ValueError(f"{config_path}: unknown key(s) {', '.join(unknown_config)}")
@@ -141,14 +173,28 @@ def resolve_checkpoint(resume: str | bool | None, output_dir: str) -> str | None
     return resume
 
 
+def _error(err: BaseException) -> int:
+    """Print an error as ONE line (``countdown-rl train: error: ...``) on stderr; the exit code 2."""
+    print(f"countdown-rl train: error: {' '.join(str(err).split())}", file=sys.stderr)
+    return 2
+
+
+def _end_distributed() -> None:
+    """Wait for every process, then tear the process group down (a bare exit sometimes aborts a rank)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         script_args, training_args, model_args = parse_args(argv)
         check_recipe(script_args, training_args, model_args)
         checkpoint = resolve_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
-    except ValueError as err:
-        print(f"countdown-rl train: error: {err}", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError) as err:
+        return _error(err)
 
     import torch
     import transformers
@@ -166,15 +212,18 @@ def main(argv: list[str] | None = None) -> int:
     logger.info("script %s", script_args)
     logger.info("model %s", model_args)
 
-    train_ds, test_ds, info = prepare_countdown(
-        script_args.dataset_name,
-        split=script_args.dataset_split,
-        test_size=script_args.test_size,
-        seed=script_args.split_seed,
-        template=script_args.prompt_template,
-        split_method=script_args.split_method,
-        on_invalid=script_args.on_invalid_rows,
-    )
+    try:  # missing columns, a bad row, no such file: one line naming the file (and row), before the model loads
+        train_ds, test_ds, info = prepare_countdown(
+            script_args.dataset_name,
+            split=script_args.dataset_split,
+            test_size=script_args.test_size,
+            seed=script_args.split_seed,
+            template=script_args.prompt_template,
+            split_method=script_args.split_method,
+            on_invalid=script_args.on_invalid_rows,
+        )
+    except (ValueError, FileNotFoundError, ConnectionError) as err:  # ConnectionError: a Hub id, offline
+        return _error(err)
     logger.info("dataset %s", info)
 
     tokenizer = AutoTokenizer.from_pretrained(
@@ -199,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
     )
+    logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
     if trainer.accelerator.is_main_process:
         run_info = {
             "model": model_args.model_name_or_path,
@@ -208,18 +258,16 @@ def main(argv: list[str] | None = None) -> int:
             "reduction": training_args.reduction,
             "std_normalization": training_args.std_normalization,
             "use_peft": model_args.use_peft,
+            "num_processes": trainer.accelerator.num_processes,
+            "resumed_from": checkpoint,
             "data": info if isinstance(info, dict) else vars(info),
         }
         write_json_atomic(Path(training_args.output_dir) / RUN_INFO, run_info)
     trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(training_args.output_dir)
+    trainer.save_model(training_args.output_dir)  # with use_peft: the adapter only
     trainer.save_state()  # trainer_state.json (log history) in output_dir, for `countdown-rl report`
     if trainer.accelerator.is_main_process:
         tokenizer.save_pretrained(training_args.output_dir)
-        if script_args.merge_adapter:
-            merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
-            merged.save_pretrained(Path(training_args.output_dir) / "merged")
-            tokenizer.save_pretrained(Path(training_args.output_dir) / "merged")
 
     final_size = len(test_ds) if script_args.final_eval_size is None else script_args.final_eval_size
     if final_size > 0:
@@ -228,6 +276,13 @@ def main(argv: list[str] | None = None) -> int:
     trainer.create_model_card(dataset_name=script_args.dataset_name)
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=script_args.dataset_name)
+    # Last: merge_and_unload folds the adapter into the trainer's model in place, after which the model would save
+    # (and push) an empty adapter. The merged model stays local (<output_dir>/merged; checkpoints are not pushed).
+    if script_args.merge_adapter and trainer.accelerator.is_main_process:
+        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
+        merged.save_pretrained(Path(training_args.output_dir) / "merged")
+        tokenizer.save_pretrained(Path(training_args.output_dir) / "merged")
+    _end_distributed()
     return 0
 
 

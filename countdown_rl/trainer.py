@@ -259,6 +259,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         """Score ``dataset`` greedily at ``max_completion_length``; each process takes a shard, results are gathered.
 
         With ``final=True`` the results also go to ``<output_dir>/eval`` (eval.json, eval.md, samples.jsonl).
+        Generation uses the unwrapped model with transformers (not vLLM), so it suits held-out subsets; under
+        DeepSpeed ZeRO-3 (sharded weights) run the final evaluation with ``countdown-rl eval`` instead.
         """
         from accelerate.utils import gather_object
 
