@@ -82,13 +82,9 @@ def group_advantages(
     advantages = torch.nan_to_num(centred.reshape(-1), nan=0.0)
 
     zero_std = torch.isclose(torch.nan_to_num(group_std, nan=0.0), torch.zeros_like(group_std))
-    stats = {
-        "frac_zero_std_groups": zero_std.float().mean().item(),
-        "mean": advantages.mean().item(),
-        "std": advantages.std().item() if advantages.numel() > 1 else 0.0,
-        "min": advantages.min().item(),
-        "max": advantages.max().item(),
-    }
+    spread = advantages.std() if advantages.numel() > 1 else advantages.new_zeros(())
+    values = torch.stack([zero_std.float().mean(), advantages.mean(), spread, advantages.min(), advantages.max()])
+    stats = dict(zip(("frac_zero_std_groups", "mean", "std", "min", "max"), values.tolist()))  # one device sync
     return advantages, stats
 
 

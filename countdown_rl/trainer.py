@@ -216,13 +216,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
             return
         from countdown_rl.rewards import completion_text
 
-        # columns: correct, partial, failed, tokens of correct, tokens of incorrect
-        counts = torch.zeros(5, dtype=torch.float64, device=self.accelerator.device)
+        # correct, partial, failed, tokens of correct, tokens of incorrect: counted in Python, one tensor to gather
+        counts = [0, 0, 0, 0, 0]
         for example, completion, ids in zip(inputs, completions, completion_ids_list, strict=True):
             outcome = classify_outcome(completion_text(completion), example["nums"], example["target"])
             counts[{Outcome.CORRECT: 0, Outcome.PARTIAL: 1, Outcome.FAILED: 2}[outcome]] += 1
             counts[3 if outcome == Outcome.CORRECT else 4] += len(ids)
-        totals = self.accelerator.gather(counts.unsqueeze(0)).sum(dim=0).tolist()
+        counts = torch.tensor([counts], dtype=torch.float64, device=self.accelerator.device)
+        totals = self.accelerator.gather(counts).sum(dim=0).tolist()
         correct, partial, failed, len_correct, len_incorrect = totals
         mode = "train" if self.model.training else "eval"
         n = correct + partial + failed

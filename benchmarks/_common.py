@@ -1,0 +1,228 @@
+"""Pieces shared by ``trainer_overhead.py`` and ``gpu_profile.py``: data, rewards, trainer pairs and timers.
+
+Heavy imports (torch, trl, transformers) happen inside functions, so ``--help`` of both scripts is instant.
+
+* ``countdown_dataset``: generated puzzles rendered with a prompt template (``nums``/``target`` kept for the
+  rewards), the same rows for every trainer.
+* ``dense_toy_reward``: a dense reward in [0, 1] (share of even token ids), so a random model gets non-zero
+  advantages; TRL 1.16 has no zero-advantage short-cut, but a realistic step should still carry a gradient.
+* ``build_trainer``: ``CountdownGRPOTrainer`` for ``ours`` or stock ``trl.GRPOTrainer`` for ``stock``, with the
+  stock equivalent of the algorithm (``STOCK_EQUIVALENT``) and otherwise identical arguments.
+* ``StepTimer``: a ``TrainerCallback`` timing each optimizer step (``on_step_begin`` -> ``on_step_end``), plus
+  per-phase totals from wrappers put on the trainer instance (``instrument``); TRL's logging, which runs just
+  after ``on_step_end``, is timed as its own phase.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+# No Hub here (and no telemetry); set before transformers/trl are imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+# algorithm -> the stock GRPOConfig arguments that mean the same thing
+STOCK_EQUIVALENT = {
+    "grpo": {"loss_type": "grpo", "scale_rewards": "group"},
+    "dr_grpo": {"loss_type": "dr_grpo", "scale_rewards": "none"},
+}
+TRAINER_KINDS = ("ours", "stock")
+
+# Phase name -> trainer method whose time is attributed to it. Nested: "generate" and "rewards" run inside
+# "gen_and_score", which runs inside "training_step" (TRL generates lazily in _prepare_inputs).
+PHASE_METHODS = {
+    "training_step": "training_step",
+    "gen_and_score": "_generate_and_score_completions",
+    "generate": "_generate_single_turn",
+    "rewards": "_calculate_rewards",
+    "outcomes": "_log_countdown_outcomes",  # ours only: Countdown outcome classification (inside "rewards")
+    "loss": "compute_loss",  # forward + loss, without backward (inside "training_step")
+    "log": "log",  # TRL's metric logging, called just after on_step_end: charged to the step that ended
+}
+
+
+def quiet_hf() -> None:
+    """No progress bars or info logs from transformers/datasets (they would land in the benchmark output)."""
+    import datasets
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+    datasets.disable_progress_bars()
+
+
+def ensure_repo_on_path() -> None:
+    """Make ``countdown_rl`` importable when a script runs from a checkout without an installed package."""
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    try:
+        import countdown_rl  # noqa: F401
+    except ImportError:
+        sys.path.insert(0, root)
+
+
+def median(values: Iterable[float]) -> float:
+    values = list(values)
+    return statistics.median(values) if values else float("nan")
+
+
+def countdown_dataset(n: int, seed: int = 0, template: str = "r1_zero"):
+    """``n`` generated puzzles with a ``prompt`` column (``datasets.Dataset``), deterministic for a seed."""
+    from datasets import Dataset
+
+    from countdown_rl.prompts import build_prompt
+    from countdown_rl.puzzles import generate_countdown
+
+    rows = generate_countdown(n, seed=seed)
+    return Dataset.from_list([{**row, "prompt": build_prompt(row["nums"], row["target"], template)} for row in rows])
+
+
+def dense_toy_reward(completions, completion_ids, **kwargs) -> list[float]:
+    """Share of even token ids in each completion: dense (about 0.5 at random), so groups have non-zero std."""
+    return [sum(t % 2 == 0 for t in ids) / max(len(ids), 1) for ids in completion_ids]
+
+
+def reward_funcs(names: Sequence[str]) -> list[Callable]:
+    """Reward functions by name: ``countdown`` (the project's) and/or ``dense`` (``dense_toy_reward``)."""
+    from countdown_rl.rewards import get_reward_funcs
+
+    funcs = []
+    for name in names:
+        if name == "dense":
+            funcs.append(dense_toy_reward)
+        else:
+            funcs.extend(get_reward_funcs([name]))
+    return funcs
+
+
+def build_trainer(kind: str, algorithm: str, *, model, tokenizer, dataset, rewards, callbacks=(), peft_config=None,
+                  **config_kwargs):
+    """A ``CountdownGRPOTrainer`` (``kind="ours"``) or a stock ``GRPOTrainer`` with the equivalent loss settings.
+
+    ``config_kwargs`` go to both configs unchanged; only ``algorithm`` vs ``loss_type``/``scale_rewards`` differ.
+    Progress bars and the log printer are switched off, on both sides alike.
+    """
+    from transformers import PrinterCallback, ProgressCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+
+    if kind not in TRAINER_KINDS:
+        raise ValueError(f"kind must be one of {TRAINER_KINDS}, got {kind!r}")
+    common = dict(report_to="none", disable_tqdm=True, save_strategy="no", log_completions=False)
+    common.update(config_kwargs)
+    if kind == "ours":
+        trainer_cls, config = CountdownGRPOTrainer, CountdownGRPOConfig(algorithm=algorithm, **common)
+    else:
+        trainer_cls, config = GRPOTrainer, GRPOConfig(**STOCK_EQUIVALENT[algorithm], **common)
+    trainer = trainer_cls(
+        model=model, reward_funcs=list(rewards), args=config, train_dataset=dataset, processing_class=tokenizer,
+        callbacks=list(callbacks), peft_config=peft_config,
+    )
+    for callback in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(callback)
+    return trainer
+
+
+class StepTimer:
+    """Times optimizer steps and the phases inside them; becomes a ``TrainerCallback`` via ``callback()``.
+
+    ``sync`` (e.g. ``torch.cuda.synchronize``) is called before every clock read, so asynchronous GPU work is
+    charged to the phase that launched it. ``steps`` holds one dict per optimizer step: ``step`` (wall seconds,
+    ``perf_counter``, begin -> end), ``step_cpu`` (this process's CPU seconds over the same span: far less
+    sensitive to other processes on a shared machine) and each phase's total wall seconds.
+    """
+
+    def __init__(self, sync: Callable[[], None] | None = None):
+        self.sync = sync or (lambda: None)
+        self.steps: list[dict[str, float]] = []
+        self._phases: dict[str, float] = {}
+        self._begin = self._begin_cpu = 0.0
+        self._in_step = False
+        self.extra: dict[str, float] = {}
+
+    def _now(self) -> float:
+        self.sync()
+        return time.perf_counter()
+
+    def instrument(self, trainer, phases: Iterable[str] = PHASE_METHODS) -> None:
+        """Wrap the named phases' methods on this trainer instance (methods the trainer lacks are skipped)."""
+        for phase in phases:
+            method_name = PHASE_METHODS[phase]
+            method = getattr(trainer, method_name, None)
+            if method is None:
+                continue
+            setattr(trainer, method_name, self._wrap(phase, method))
+
+    def _wrap(self, phase: str, method: Callable) -> Callable:
+        def timed(*args: Any, **kwargs: Any):
+            start = self._now()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                elapsed = self._now() - start
+                # Work after on_step_end (TRL's logging) is charged to the step that just ended.
+                target = self._phases if self._in_step or not self.steps else self.steps[-1]
+                target[phase] = target.get(phase, 0.0) + elapsed
+
+        timed.__wrapped__ = method
+        return timed
+
+    def add(self, name: str, value: float) -> None:
+        """Add ``value`` to a per-step counter (e.g. tokens) reported with the current step."""
+        self.extra[name] = self.extra.get(name, 0.0) + value
+
+    def callback(self):
+        from transformers import TrainerCallback
+
+        timer = self
+
+        class _Callback(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                timer._phases = {}
+                timer.extra = {}
+                timer._begin = timer._now()
+                timer._begin_cpu = time.process_time()
+                timer._in_step = True
+
+            def on_step_end(self, args, state, control, **kwargs):
+                end = timer._now()
+                cpu = time.process_time() - timer._begin_cpu
+                timer.steps.append({"step": end - timer._begin, "step_cpu": cpu, **timer._phases, **timer.extra})
+                timer._in_step = False
+
+        return _Callback()
+
+    def measured(self, warmup: int) -> list[dict[str, float]]:
+        """The steps after the first ``warmup`` ones."""
+        return self.steps[warmup:]
+
+
+def phase_medians(steps: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Median over steps of every recorded quantity, plus derived ``train`` (= training_step - gen_and_score:
+    forward, backward) and ``optim`` (= step - training_step: clipping, optimizer, scheduler, zero_grad)."""
+    derived = []
+    for step in steps:
+        row = dict(step)
+        if "training_step" in row:
+            row["train"] = row["training_step"] - row.get("gen_and_score", 0.0)
+            row["optim"] = row["step"] - row["training_step"]
+        derived.append(row)
+    keys = sorted({key for row in derived for key in row})
+    return {key: median(row[key] for row in derived if key in row) for key in keys}
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub Markdown table; floats keep the formatting the caller gave them (pass strings)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
