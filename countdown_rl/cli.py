@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("countdown_rl.report:main", "tables and plots from one or more run directories"),
     "generate": ("countdown_rl.cli:generate_main", "write solvable Countdown puzzles to a JSONL file"),
     "verify": ("countdown_rl.cli:verify_main", "score one completion against numbers and a target"),
+    "demo": ("countdown_rl.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
 }
 
 

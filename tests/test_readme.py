@@ -22,7 +22,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 def test_cli_help_lists_the_commands_without_importing_torch_or_trl():
     out = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "--help"], capture_output=True, text=True,
                          check=True, cwd=ROOT)
-    for command in ("train", "eval", "report", "generate", "verify"):
+    for command in ("train", "eval", "report", "demo", "generate", "verify"):
         assert re.search(rf"^\s+{command}\s", out.stdout, flags=re.M), command
     # --help stays fast because nothing heavy is imported (importing trl alone costs ~5 s)
     probe = (

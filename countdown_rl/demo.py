@@ -1,0 +1,717 @@
+"""``countdown-rl demo``: SFT warm-up then GRPO on Countdown, offline, on a CPU, in a few minutes.
+
+1. Puzzles: one seeded pool of easy generated puzzles (3 numbers in 1..20, targets 1..50; the generator keeps
+   each ``(target, sorted nums)`` once). ``data.split_countdown`` holds out ``num_eval`` of them (seeded, deduped,
+   so no puzzle is on both sides); the rest is cut in two disjoint parts, one for SFT and one for RL.
+2. Base model: the tiny byte-level BPE tokenizer and a small random Qwen3 from :mod:`countdown_rl.tiny`, saved
+   to ``base/``.
+3. SFT warm-up: TRL's ``SFTTrainer`` on prompt-completion pairs (r1_zero prompt -> solver trace + EOS, loss on
+   the completion only). It is stopped early on purpose: the model has the format and some arithmetic but is
+   often wrong, which leaves RL something to fix. Saved to ``sft/``.
+4. Zero-shot evaluation of the SFT model: greedy, at ``max_completion_length``, on the held-out puzzles ->
+   ``zero_shot/`` (eval.json, eval.md, samples.jsonl).
+5. RL: ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with ``--algorithm dr_grpo``) with the ``countdown`` reward
+   (1.0 correct / 0.1 answer tag / 0.0), 8 samples per prompt at temperature 1, no KL (beta 0). The run
+   directory is ``<output_dir>/<algorithm>``; checkpoints every ``save_steps`` make it resumable (``--resume``).
+6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/``; the zero-shot files are copied
+   to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
+   ``countdown-rl report <output_dir>/<algorithm>`` works. A before/after table is printed and
+   ``demo_results.json`` written. Accuracy is always the strict Countdown accuracy of :mod:`evaluation`.
+
+The stages are plain functions (:func:`demo_puzzles`, :func:`build_base_model`, :func:`sft_warmup`,
+:func:`evaluate_stage`, :func:`grpo_train`) so that benchmarks can run SFT once and several RL runs from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+PROG = "countdown-rl demo"
+DEMO_SOURCE = "countdown-rl demo"  # run_info.json marker: a run directory this command may clear
+STAGE_FILE = "demo_stage.json"  # written last in base/ and sft/: the stage is complete, with these settings
+RESULTS_FILE = "demo_results.json"
+ALGORITHMS = ("grpo", "dr_grpo")
+ALGORITHM_NAMES = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO"}
+
+
+@dataclass(frozen=True)
+class PuzzleSpec:
+    """Which puzzles the demo generates (the generator's knobs) and how many of each kind."""
+
+    min_numbers: int = 3
+    max_numbers: int = 3
+    min_number: int = 1
+    max_number: int = 20
+    min_target: int = 1
+    max_target: int = 50
+    num_sft: int = 4000
+    num_rl: int = 2000
+    num_eval: int = 300
+
+    def generator_kwargs(self) -> dict[str, int]:
+        """Keyword arguments for :func:`countdown_rl.puzzles.generate_countdown`."""
+        return {
+            "min_numbers": self.min_numbers,
+            "max_numbers": self.max_numbers,
+            "min_number": self.min_number,
+            "max_number": self.max_number,
+            "min_target": self.min_target,
+            "max_target": self.max_target,
+        }
+
+    def describe(self) -> str:
+        """One line for run_info.json and the tables."""
+        count = (f"{self.min_numbers}" if self.min_numbers == self.max_numbers
+                 else f"{self.min_numbers}-{self.max_numbers}")
+        return (f"generated Countdown puzzles: {count} numbers in {self.min_number}..{self.max_number}, "
+                f"targets {self.min_target}..{self.max_target}")
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """Every setting of the demo; the defaults are the full CPU demo, :func:`quick_config` the smoke version."""
+
+    output_dir: str = "outputs/demo"
+    algorithm: str = "grpo"
+    seed: int = 0
+    puzzles: PuzzleSpec = field(default_factory=PuzzleSpec)
+    model_size: str = "demo"
+    # SFT warm-up
+    sft_steps: int = 1000
+    sft_batch_size: int = 16
+    sft_learning_rate: float = 2e-3
+    # RL
+    grpo_steps: int = 300
+    prompts_per_step: int = 4
+    num_generations: int = 8
+    grpo_learning_rate: float = 1e-4
+    temperature: float = 0.7
+    beta: float = 0.0
+    max_completion_length: int = 48
+    save_steps: int = 50
+    eval_steps: int = 50  # in-training greedy eval of `in_training_eval` held-out puzzles (report curve)
+    in_training_eval: int = 100
+    # Evaluation and machine
+    eval_batch_size: int = 150
+    num_threads: int = 2
+    resume: bool = False
+    quick: bool = False
+
+
+def quick_config(**overrides: Any) -> DemoConfig:
+    """The ~1-minute smoke version: same pipeline, few steps and puzzles, no accuracy gain expected."""
+    base = DemoConfig(
+        puzzles=PuzzleSpec(num_sft=256, num_rl=64, num_eval=32),
+        sft_steps=30,
+        grpo_steps=4,
+        prompts_per_step=4,
+        num_generations=4,
+        save_steps=2,
+        eval_steps=2,
+        in_training_eval=16,
+        eval_batch_size=32,
+        quick=True,
+    )
+    return replace(base, **overrides)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _setup_environment(num_threads: int) -> None:
+    """Offline Hub, no telemetry, and a thread setting that survives a busy machine.
+
+    ``OMP_WAIT_POLICY=PASSIVE`` only works if set before torch loads its OpenMP runtime: with the default
+    spinning threads, a 2-thread run sharing 2 cores with another process was 5-10x slower (measured).
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import datasets
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    torch.set_num_threads(max(1, min(num_threads, os.cpu_count() or 1)))
+    # The demo prints one line per stage and per few steps; the libraries' bars (tokenizing, loading, saving
+    # weights) would bury them.
+    datasets.disable_progress_bars()
+    hf_logging.disable_progress_bar()
+
+
+def _seed_everything(seed: int) -> None:
+    from transformers import set_seed
+
+    set_seed(seed)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    from countdown_rl.evaluation import write_atomic
+
+    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _stage_done(path: Path, record: Mapping[str, Any]) -> bool:
+    """Whether ``path`` holds a complete stage made with exactly these settings."""
+    return _read_json(path / STAGE_FILE) == json.loads(json.dumps(record))
+
+
+def _header(text: str) -> None:
+    print(f"\n== {text} ==", flush=True)
+
+
+def _progress_callback(every: int):
+    """A callback printing one short line per ``every`` steps (and per evaluation) instead of the Trainer's
+    full log dicts, which run to dozens of keys per step under GRPO."""
+    from transformers import TrainerCallback
+
+    class _ShortProgress(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs:
+                return
+            step, total = state.global_step, state.max_steps
+            if "eval_accuracy" in logs:
+                print(f"  step {step}/{total}: held-out accuracy {100 * logs['eval_accuracy']:.1f}% "
+                      f"(greedy, in-training subset)", flush=True)
+            elif "loss" in logs and (step % every == 0 or step == total):
+                if "reward" in logs:
+                    print(f"  step {step}/{total}: reward {logs['reward']:.3f}, sampled correct "
+                          f"{100 * logs.get('countdown/correct', 0.0):.1f}%, mean length "
+                          f"{logs.get('completions/mean_length', 0.0):.1f} tokens", flush=True)
+                else:
+                    print(f"  step {step}/{total}: loss {logs['loss']:.3f}", flush=True)
+
+    return _ShortProgress()
+
+
+def _quiet_trainer(trainer, every: int, show_progress: bool) -> None:
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    if show_progress:
+        trainer.add_callback(_progress_callback(every))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Stages
+# --------------------------------------------------------------------------------------------------------------
+
+
+def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
+    """``{"sft": [...], "rl": [...], "eval": [...]}``: disjoint lists of ``{"nums", "target"}``, fixed per seed.
+
+    One generator call gives distinct puzzles; ``split_countdown`` (dedupe + seeded hold-out) takes the eval
+    set, so no ``(target, sorted nums)`` is both trained on and evaluated.
+    """
+    from datasets import Dataset
+
+    from countdown_rl.data import split_countdown
+    from countdown_rl.puzzles import generate_countdown
+
+    total = spec.num_sft + spec.num_rl + spec.num_eval
+    pool = generate_countdown(total, seed=seed, **spec.generator_kwargs())
+    train, test = split_countdown(Dataset.from_list(pool), test_size=spec.num_eval, seed=seed)
+    train_rows = [{"nums": list(r["nums"]), "target": int(r["target"])} for r in train]
+    return {
+        "sft": train_rows[: spec.num_sft],
+        "rl": train_rows[spec.num_sft:],
+        "eval": [{"nums": list(r["nums"]), "target": int(r["target"])} for r in test],
+    }
+
+
+def build_base_model(out_dir: str | Path, size: str = "demo", seed: int = 0) -> Path:
+    """The tiny tokenizer and a random Qwen3 of ``size``, saved to ``out_dir`` (deterministic per seed)."""
+    from countdown_rl.tiny import build_tiny_model, build_tiny_tokenizer
+
+    out = Path(out_dir)
+    tokenizer = build_tiny_tokenizer(seed=seed)
+    model = build_tiny_model(tokenizer, size=size, seed=seed)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def sft_warmup(
+    base_dir: str | Path,
+    out_dir: str | Path,
+    puzzles: Sequence[Mapping[str, Any]],
+    *,
+    steps: int,
+    batch_size: int = 16,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+    show_progress: bool = True,
+) -> Path:
+    """Supervised warm-up on solver traces; the model and tokenizer are saved to ``out_dir``.
+
+    Prompt = the r1_zero prompt (ends with ``<think>``), completion = ``solver_trace(open_think=False)`` + EOS,
+    loss on the completion only.
+    """
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from countdown_rl.prompts import build_prompt
+    from countdown_rl.puzzles import solver_trace
+
+    out = Path(out_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
+    rows = [
+        {
+            "prompt": build_prompt(p["nums"], p["target"], "r1_zero"),
+            "completion": solver_trace(p["nums"], p["target"], open_think=False) + tokenizer.eos_token,
+        }
+        for p in puzzles
+    ]
+    _seed_everything(seed)
+    args = SFTConfig(
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        # A short warm-up then a constant rate: the run is short and stopped early on purpose.
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=min(20, max(1, steps // 10)),
+        weight_decay=0.0,
+        completion_only_loss=True,
+        max_length=256,
+        # TRL's SFT default recomputes activations in the backward pass: ~15% slower, and memory is no issue here.
+        gradient_checkpointing=False,
+        logging_steps=max(1, steps // 20),
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        seed=seed,
+        data_seed=seed,
+        disable_tqdm=True,  # the short progress lines below replace the bar and its log dicts
+    )
+    trainer = SFTTrainer(
+        model=AutoModelForCausalLM.from_pretrained(str(base_dir)),
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+    )
+    _quiet_trainer(trainer, max(1, steps // 10), show_progress)
+    trainer.train()
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+def evaluate_stage(
+    model,
+    tokenizer,
+    puzzles: Sequence[Mapping[str, Any]],
+    *,
+    budgets: Sequence[int],
+    out_dir: str | Path | None = None,
+    meta: Mapping[str, Any] | None = None,
+    batch_size: int = 150,
+    show_progress: bool = True,
+) -> list:
+    """Greedy strict-Countdown evaluation at each budget (one generation at the largest, cut to each); writes
+    eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
+    ``tokenizer``, or a saved model folder (``tokenizer`` None). Returns one ``BudgetResult`` per budget, in order.
+    """
+    from countdown_rl.evaluation import evaluate_budgets, write_eval_outputs
+
+    if isinstance(model, (str, os.PathLike)):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
+        model = AutoModelForCausalLM.from_pretrained(str(model))
+    scored = evaluate_budgets(
+        model, tokenizer, list(puzzles), budgets=budgets, template="r1_zero", batch_size=batch_size,
+        temperature=0.0, show_progress=show_progress,
+    )
+    results = [result for result, _ in scored]
+    if out_dir is not None:
+        full_meta = {"split": "test", "template": "r1_zero", "num_puzzles": len(puzzles), "temperature": 0.0,
+                     "num_samples": 1, "backend": "transformers", **(meta or {})}
+        write_eval_outputs(out_dir, results, {r.max_tokens: rows for r, rows in scored}, full_meta)
+    return results
+
+
+def _rl_dataset(puzzles: Sequence[Mapping[str, Any]]):
+    from datasets import Dataset
+
+    from countdown_rl.prompts import build_prompt
+
+    # nums and target stay next to the prompt: TRL passes them to the reward function.
+    return Dataset.from_list(
+        [{"prompt": build_prompt(p["nums"], p["target"], "r1_zero"), "nums": list(p["nums"]),
+          "target": int(p["target"])} for p in puzzles]
+    )
+
+
+def grpo_train(
+    sft_dir: str | Path,
+    run_dir: str | Path,
+    train_puzzles: Sequence[Mapping[str, Any]],
+    *,
+    algorithm: str = "grpo",
+    max_completion_length: int = 48,
+    steps: int = 150,
+    prompts_per_step: int = 8,
+    num_generations: int = 8,
+    learning_rate: float = 1e-3,
+    warmup_steps: int = 0,
+    temperature: float = 1.0,
+    beta: float = 0.0,
+    reward: str = "countdown",
+    save_steps: int = 25,
+    eval_puzzles: Sequence[Mapping[str, Any]] | None = None,
+    eval_steps: int = 50,
+    seed: int = 0,
+    resume: bool = False,
+    run_info: Mapping[str, Any] | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """RL from ``sft_dir`` with ``CountdownGRPOTrainer`` and the ``countdown`` reward, into ``run_dir``.
+
+    Writes ``run_info.json`` first, then checkpoints every ``save_steps``; at the end the model, tokenizer and
+    ``trainer_state.json``. With ``resume`` it continues from the newest ``checkpoint-N`` in ``run_dir`` (if any).
+    ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve.
+    Returns ``{"trainer", "model", "tokenizer", "resumed_from", "global_step"}``.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from countdown_rl.model_card import RUN_INFO
+    from countdown_rl.rewards import get_reward_funcs
+    from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+
+    run = Path(run_dir)
+    checkpoint = get_last_checkpoint(str(run)) if resume and run.is_dir() else None
+    batch = prompts_per_step * num_generations
+    eval_ds = _rl_dataset(eval_puzzles) if eval_puzzles else None
+    args = CountdownGRPOConfig(
+        output_dir=str(run),
+        algorithm=algorithm,
+        max_steps=steps,
+        # One rollout per optimizer step: prompts_per_step prompts x num_generations samples.
+        per_device_train_batch_size=batch,
+        num_generations=num_generations,
+        gradient_accumulation_steps=1,
+        num_iterations=1,
+        max_completion_length=max_completion_length,
+        temperature=temperature,
+        beta=beta,
+        learning_rate=learning_rate,
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=warmup_steps,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=save_steps,
+        save_total_limit=2,
+        eval_strategy="steps" if eval_ds is not None else "no",
+        eval_steps=eval_steps,
+        per_device_eval_batch_size=max(num_generations, 64 // num_generations * num_generations),
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        report_to="none",
+        seed=seed,
+        data_seed=seed,
+        disable_tqdm=True,  # the short progress lines below replace the bar and its log dicts
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
+    _seed_everything(seed)
+    trainer = CountdownGRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(str(sft_dir)),
+        reward_funcs=get_reward_funcs([reward]),
+        args=args,
+        train_dataset=_rl_dataset(train_puzzles),
+        eval_dataset=eval_ds,
+        processing_class=tokenizer,
+    )
+    _quiet_trainer(trainer, max(1, steps // 10), show_progress)
+    info = {
+        "source": DEMO_SOURCE,
+        "model": str(sft_dir),
+        "dataset": "generated puzzles",
+        "algorithm": algorithm,
+        "max_completion_length": max_completion_length,
+        "reduction": args.reduction,
+        "std_normalization": args.std_normalization,
+        "use_peft": False,
+        **(run_info or {}),
+    }
+    _write_json(run / RUN_INFO, info)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model(str(run))
+    tokenizer.save_pretrained(str(run))
+    trainer.save_state()  # trainer_state.json in the run dir, for `countdown-rl report`
+    return {
+        "trainer": trainer,
+        "model": trainer.accelerator.unwrap_model(trainer.model),
+        "tokenizer": tokenizer,
+        "resumed_from": checkpoint,
+        "global_step": trainer.state.global_step,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The whole demo
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _prepare_run_dir(run: Path, resume: bool) -> None:
+    """Without --resume, clear a previous demo run (its checkpoints would otherwise be resumed later);
+    refuse to touch a non-empty folder that this command did not write."""
+    if resume or not run.exists():
+        return
+    info = _read_json(run / "run_info.json")
+    if isinstance(info, dict) and info.get("source") == DEMO_SOURCE:
+        print(f"removing the previous run in {run} (pass --resume to continue it instead)")
+        shutil.rmtree(run)
+    elif any(run.iterdir()):
+        raise ValueError(f"{run} exists and is not a {PROG} run directory; choose another --output-dir")
+
+
+def results_table(before, after, algorithm: str, grpo_steps: int) -> str:
+    """The before/after Markdown table printed at the end (and stored in demo_results.json)."""
+    from countdown_rl.evaluation import format_number, format_percent, render_markdown_table
+
+    name = ALGORITHM_NAMES.get(algorithm, algorithm)
+    rows = [
+        [label, format_percent(r.accuracy), f"{r.correct} / {r.partial} / {r.failed}", format_number(r.mean_tokens)]
+        for label, r in ((f"SFT warm-up (before {name})", before), (f"after {name} ({grpo_steps} steps)", after))
+    ]
+    return render_markdown_table(["model", "accuracy", "correct / partial / failed", "mean completion tokens"], rows)
+
+
+@dataclass
+class WarmStart:
+    """What every RL run starts from: the puzzles, the SFT model folder and the record that identifies it."""
+
+    puzzles: dict[str, list[dict[str, Any]]]
+    sft_dir: Path
+    record: dict[str, Any]
+
+
+def warm_start(config: DemoConfig) -> WarmStart:
+    """Puzzles, base model and SFT warm-up into ``config.output_dir`` (``base/``, ``sft/``); with
+    ``config.resume`` a finished SFT stage made with the same settings is reused instead of trained again."""
+    out = Path(config.output_dir)
+    base_dir, sft_dir = out / "base", out / "sft"
+    _header(f"puzzles: {config.puzzles.describe()}")
+    puzzles = demo_puzzles(config.puzzles, config.seed)
+    print(f"{len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held out")
+
+    base_record = {"stage": "base", "model_size": config.model_size, "seed": config.seed}
+    record = {
+        "stage": "sft", "base": base_record, "puzzles": asdict(config.puzzles), "steps": config.sft_steps,
+        "batch_size": config.sft_batch_size, "learning_rate": config.sft_learning_rate,
+    }
+    if config.resume and _stage_done(sft_dir, record):
+        _header(f"SFT warm-up: reusing {sft_dir}")
+    else:
+        _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
+        build_base_model(base_dir, config.model_size, config.seed)
+        _write_json(base_dir / STAGE_FILE, base_record)
+        _header(f"SFT warm-up: {config.sft_steps} steps on solver traces -> {sft_dir}")
+        sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
+                   learning_rate=config.sft_learning_rate, seed=config.seed, show_progress=not config.quick)
+        _write_json(sft_dir / STAGE_FILE, record)  # last: its presence marks a complete stage
+    return WarmStart(puzzles, sft_dir, record)
+
+
+def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int]) -> list:
+    """Greedy evaluation of the SFT model on the held-out puzzles at ``budgets`` -> ``<output_dir>/zero_shot``;
+    with ``config.resume`` an evaluation of the same SFT model at the same budgets is read back instead."""
+    from countdown_rl.evaluation import read_eval
+
+    zero_dir = Path(config.output_dir) / "zero_shot"
+    budgets = sorted(set(budgets))
+    previous = _read_json(zero_dir / "eval.json")
+    if (config.resume and isinstance(previous, dict) and previous.get("meta", {}).get("demo_stage") == warm.record
+            and [r.get("max_tokens") for r in previous.get("results", [])] == budgets):
+        _header(f"zero-shot evaluation: reusing {zero_dir}")
+        return read_eval(zero_dir)["results"]
+    _header(f"zero-shot evaluation of the SFT model: {len(warm.puzzles['eval'])} held-out puzzles, greedy, "
+            f"{' / '.join(map(str, budgets))} tokens -> {zero_dir}")
+    meta = {"model": str(warm.sft_dir), "dataset": config.puzzles.describe(), "stage": "zero_shot",
+            "demo_stage": warm.record}
+    return evaluate_stage(str(warm.sft_dir), None, warm.puzzles["eval"], budgets=budgets, out_dir=zero_dir,
+                          meta=meta, batch_size=config.eval_batch_size, show_progress=not config.quick)
+
+
+def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
+             run_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``config.algorithm`` at ``config.max_completion_length`` from the SFT model into ``run_dir``, then the final
+    evaluation (``run_dir/eval``) and the zero-shot files copied next to it, so ``countdown-rl report run_dir``
+    works; ``run_info`` adds keys to run_info.json. Returns :func:`grpo_train`'s dict plus ``"result"`` (the
+    final ``BudgetResult``)."""
+    run_dir = Path(run_dir)
+    budget, dataset, puzzles = config.max_completion_length, config.puzzles.describe(), warm.puzzles
+    name = ALGORITHM_NAMES[config.algorithm]
+    _header(f"{name} at {budget} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
+            f"{config.num_generations} samples -> {run_dir}")
+    trained = grpo_train(
+        warm.sft_dir, run_dir, puzzles["rl"], algorithm=config.algorithm, max_completion_length=budget,
+        steps=config.grpo_steps, prompts_per_step=config.prompts_per_step, num_generations=config.num_generations,
+        learning_rate=config.grpo_learning_rate, temperature=config.temperature, beta=config.beta,
+        save_steps=config.save_steps, eval_puzzles=puzzles["eval"][: config.in_training_eval],
+        eval_steps=config.eval_steps, seed=config.seed, resume=config.resume,
+        run_info={"dataset": dataset, "data": {"sft": len(puzzles["sft"]), "rl": len(puzzles["rl"]),
+                                               "eval": len(puzzles["eval"])}, **(run_info or {})},
+        show_progress=not config.quick,
+    )
+    if trained["resumed_from"]:
+        print(f"resumed from {trained['resumed_from']}")
+    elif config.resume:
+        print(f"no checkpoint in {run_dir}: trained from the start")
+    _header(f"evaluation after {name}: same puzzles and settings -> {run_dir / 'eval'}")
+    [trained["result"]] = evaluate_stage(
+        trained["model"], trained["tokenizer"], puzzles["eval"], budgets=[budget], out_dir=run_dir / "eval",
+        meta={"model": str(run_dir), "dataset": dataset, "stage": "final", "algorithm": config.algorithm},
+        batch_size=config.eval_batch_size, show_progress=not config.quick,
+    )
+    shutil.copytree(Path(config.output_dir) / "zero_shot", run_dir / "zero_shot", dirs_exist_ok=True)
+    trained["trainer"].create_model_card(dataset_name=dataset)
+    return trained
+
+
+def run_demo(config: DemoConfig) -> dict[str, Any]:
+    """Run every stage (reusing complete ones with ``config.resume``); returns what demo_results.json holds."""
+    if config.algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {config.algorithm!r}")
+    _setup_environment(config.num_threads)
+    started = time.time()
+    timings: dict[str, float] = {}
+    out = Path(config.output_dir)
+    run_dir = out / config.algorithm
+    _prepare_run_dir(run_dir, config.resume)
+    out.mkdir(parents=True, exist_ok=True)
+    budget = config.max_completion_length
+
+    t = time.time()
+    warm = warm_start(config)
+    timings["sft_s"] = time.time() - t
+    t = time.time()
+    [before] = zero_shot_stage(config, warm, [budget])
+    print(f"SFT accuracy {100 * before.accuracy:.1f}%")
+    timings["zero_shot_eval_s"] = time.time() - t
+    t = time.time()
+    trained = rl_stage(config, warm, run_dir)
+    after = trained["result"]
+    timings["rl_and_final_eval_s"] = time.time() - t
+    timings["total_s"] = time.time() - started
+    puzzles, sft_dir, zero_dir = warm.puzzles, warm.sft_dir, out / "zero_shot"
+    table = results_table(before, after, config.algorithm, trained["global_step"])
+    results = {
+        "command": PROG,
+        "algorithm": config.algorithm,
+        "max_completion_length": budget,
+        "num_eval_puzzles": len(puzzles["eval"]),
+        "dataset": config.puzzles.describe(),
+        "sft": before.to_dict(),
+        "trained": after.to_dict(),
+        "gain_points": 100 * (after.accuracy - before.accuracy),
+        "global_step": trained["global_step"],
+        "resumed_from": trained["resumed_from"],
+        "paths": {"base": str(out / "base"), "sft": str(sft_dir), "zero_shot": str(zero_dir), "run": str(run_dir),
+                  "eval": str(run_dir / "eval")},
+        "timings": timings,
+        "table": table,
+        "config": asdict(config),
+    }
+    _write_json(out / RESULTS_FILE, results)
+
+    _header("results (strict Countdown accuracy, greedy, held-out puzzles)")
+    print(table)
+    print(f"\naccuracy {100 * before.accuracy:.1f}% -> {100 * after.accuracy:.1f}% "
+          f"({results['gain_points']:+.1f} points) on {len(puzzles['eval'])} puzzles, "
+          f"{budget} tokens, in {timings['total_s']:.0f} s")
+    print(f"files: {out / RESULTS_FILE}; SFT model {sft_dir}; RL run {run_dir} "
+          f"(model, checkpoints, eval/, zero_shot/); report: countdown-rl report {run_dir}")
+    return results
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``countdown-rl demo`` argument parser (defaults shown are the full demo's)."""
+    d = DemoConfig()
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
+        "generated Countdown puzzles, with a before/after accuracy table.",
+    )
+    p.add_argument("--output-dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
+    p.add_argument("--algorithm", choices=ALGORITHMS, default=d.algorithm, help="RL algorithm (default grpo)")
+    p.add_argument("--seed", type=int, default=d.seed, help=f"seed of puzzles, model and training (default {d.seed})")
+    p.add_argument("--sft-steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
+    p.add_argument("--grpo-steps", type=int, help=f"RL steps (default {d.grpo_steps})")
+    p.add_argument("--num-eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
+    p.add_argument("--quick", action="store_true", help="~1-minute smoke version: few steps and puzzles")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> DemoConfig:
+    """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
+    config = quick_config() if args.quick else DemoConfig()
+    overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm, "seed": args.seed,
+                                 "resume": args.resume}
+    if args.sft_steps is not None:
+        overrides["sft_steps"] = args.sft_steps
+    if args.grpo_steps is not None:
+        overrides["grpo_steps"] = args.grpo_steps
+    if args.num_eval is not None:
+        overrides["puzzles"] = replace(config.puzzles, num_eval=args.num_eval)
+    for key in ("sft_steps", "grpo_steps"):
+        if overrides.get(key, 1) <= 0:
+            raise ValueError(f"--{key.replace('_', '-')} must be positive")
+    if args.num_eval is not None and args.num_eval <= 0:
+        raise ValueError("--num-eval must be positive")
+    return replace(config, **overrides)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``countdown-rl demo``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except ValueError as err:
+        parser.error(str(err))
+    try:
+        run_demo(config)
+    except ValueError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

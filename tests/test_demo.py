@@ -1,0 +1,156 @@
+"""`countdown-rl demo`: the quick version end to end, its files, its table, resuming, and the report on its run."""
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from countdown_rl import demo
+from countdown_rl.evaluation import format_number, format_percent, read_eval
+
+
+def _run(argv):
+    """Run ``countdown-rl demo`` in-process; returns (exit code, stdout)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = demo.main(argv)
+    return code, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory):
+    """One quick demo to 2 RL steps, then ``--resume`` to 4: (output dir, first run, resumed run)."""
+    out = tmp_path_factory.mktemp("demo") / "out"
+    first = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "2"])
+    first_files = {
+        "results": json.loads((out / demo.RESULTS_FILE).read_text()),
+        "trained_eval": json.loads((out / "grpo" / "eval" / "eval.json").read_text()),
+    }
+    resumed = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "4", "--resume"])
+    return out, (first, first_files), resumed
+
+
+def _table_rows(stdout: str) -> list[list[str]]:
+    rows = [line for line in stdout.splitlines() if line.startswith("| SFT warm-up") or line.startswith("| after ")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+
+
+def test_quick_demo_writes_every_file(quick_runs):
+    out, ((code, _), _), _ = quick_runs
+    assert code == 0
+    run = out / "grpo"
+    for path in [
+        out / "base" / "config.json", out / "base" / "tokenizer.json",
+        out / "sft" / "model.safetensors", out / "sft" / demo.STAGE_FILE,
+        *(out / "zero_shot" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
+        *(run / "eval" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
+        run / "zero_shot" / "eval.json", run / "run_info.json", run / "trainer_state.json",
+        run / "model.safetensors", run / "checkpoint-2" / "trainer_state.json", out / demo.RESULTS_FILE,
+    ]:
+        assert path.is_file(), path
+    info = json.loads((run / "run_info.json").read_text())
+    assert info["algorithm"] == "grpo" and info["max_completion_length"] == demo.DemoConfig().max_completion_length
+    assert info["source"] == demo.DEMO_SOURCE
+
+
+def test_table_and_results_match_the_eval_files(quick_runs):
+    out, ((_, stdout), files), _ = quick_runs
+    first = files["results"]
+    zero = json.loads((out / "zero_shot" / "eval.json").read_text())["results"][0]
+    trained = files["trained_eval"]["results"][0]
+    [before, after] = _table_rows(stdout)
+    for row, expected in ((before, zero), (after, trained)):
+        assert row[1] == format_percent(expected["accuracy"])
+        assert row[2] == f"{expected['correct']} / {expected['partial']} / {expected['failed']}"
+        assert row[3] == format_number(expected["mean_tokens"])
+    assert first["sft"] == zero and first["trained"] == trained
+    assert read_eval(out / "grpo" / "zero_shot")["results"][0].to_dict() == zero
+    assert first["gain_points"] == pytest.approx(100 * (first["trained"]["accuracy"] - first["sft"]["accuracy"]))
+    assert first["num_eval_puzzles"] == zero["num_puzzles"] == demo.quick_config().puzzles.num_eval
+    assert "after GRPO (2 steps)" in stdout
+
+
+def test_resume_continues_from_the_newest_checkpoint(quick_runs):
+    out, _, (code, stdout) = quick_runs
+    assert code == 0
+    results = json.loads((out / demo.RESULTS_FILE).read_text())
+    assert Path(results["resumed_from"]).name == "checkpoint-2"
+    assert results["global_step"] == 4
+    assert "reusing" in stdout  # the finished SFT stage is not trained again
+    state = json.loads((out / "grpo" / "trainer_state.json").read_text())
+    assert state["global_step"] == 4
+    # Steps 1-2 come from the checkpoint's history, 3-4 from the resumed run: one log entry each.
+    assert [h["step"] for h in state["log_history"] if "loss" in h] == [1, 2, 3, 4]
+    assert (out / "grpo" / "checkpoint-4").is_dir()
+    # The final files are the resumed run's: results, eval files and table agree.
+    trained = json.loads((out / "grpo" / "eval" / "eval.json").read_text())["results"][0]
+    assert results["trained"] == trained
+    [_, after] = _table_rows(stdout)
+    assert after[1] == format_percent(trained["accuracy"])
+
+
+def test_report_reads_the_run_with_its_zero_shot(quick_runs, tmp_path):
+    from countdown_rl import report
+
+    out, _, _ = quick_runs
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert report.main([str(out / "grpo"), "--out", str(tmp_path / "report")]) == 0
+    markdown = (tmp_path / "report" / "results.md").read_text()
+    assert "zero_shot/eval.json" not in markdown and "no trainer_state.json" not in markdown
+    row = (tmp_path / "report" / "results.csv").read_text().splitlines()[1].split(",")
+    zero = json.loads((out / "zero_shot" / "eval.json").read_text())["results"][0]["accuracy"]
+    assert float(row[4]) == pytest.approx(100 * zero, abs=1e-3)  # zero_shot_accuracy_pct is filled in
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Fast pieces
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_puzzles_are_disjoint_deterministic_and_in_range():
+    spec = demo.PuzzleSpec(num_sft=200, num_rl=50, num_eval=40)
+    parts = demo.demo_puzzles(spec, seed=3)
+    assert [len(parts[k]) for k in ("sft", "rl", "eval")] == [200, 50, 40]
+    keys = {k: {(p["target"], tuple(sorted(p["nums"]))) for p in parts[k]} for k in parts}
+    assert not keys["eval"] & (keys["sft"] | keys["rl"]) and not keys["sft"] & keys["rl"]
+    for p in parts["sft"] + parts["rl"] + parts["eval"]:
+        assert len(p["nums"]) == 3 and all(1 <= n <= 20 for n in p["nums"]) and 1 <= p["target"] <= 50
+    assert demo.demo_puzzles(spec, seed=3) == parts
+    assert demo.demo_puzzles(spec, seed=4) != parts
+
+
+def test_flags_override_the_presets():
+    args = demo.build_parser().parse_args(["--quick", "--grpo-steps", "7", "--num-eval", "12", "--algorithm", "dr_grpo"])
+    config = demo.config_from_args(args)
+    assert config.quick and config.grpo_steps == 7 and config.puzzles.num_eval == 12 and config.algorithm == "dr_grpo"
+    assert config.sft_steps == demo.quick_config().sft_steps
+    full = demo.config_from_args(demo.build_parser().parse_args([]))
+    assert full == demo.DemoConfig() and not full.quick
+    with pytest.raises(SystemExit):
+        demo.main(["--grpo-steps", "0"])
+
+
+def test_a_foreign_run_directory_is_never_cleared(tmp_path):
+    run = tmp_path / "grpo"
+    run.mkdir()
+    (run / "precious.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not a countdown-rl demo run directory"):
+        demo._prepare_run_dir(run, resume=False)
+    assert (run / "precious.txt").exists()
+    (run / "precious.txt").unlink()
+    (run / "run_info.json").write_text(json.dumps({"source": demo.DEMO_SOURCE}))
+    demo._prepare_run_dir(run, resume=True)  # resuming keeps it
+    assert run.exists()
+    with contextlib.redirect_stdout(io.StringIO()):
+        demo._prepare_run_dir(run, resume=False)  # a previous demo run is replaced
+    assert not run.exists()
+
+
+def test_the_cli_lists_the_demo():
+    from countdown_rl.cli import COMMANDS
+
+    assert COMMANDS["demo"][0] == "countdown_rl.demo:main"
+    assert re.search(r"GRPO", COMMANDS["demo"][1])
