@@ -11,15 +11,16 @@
 4. Zero-shot evaluation of the SFT model: greedy, at ``max_completion_length``, on the held-out puzzles ->
    ``zero_shot/`` (eval.json, eval.md, samples.jsonl).
 5. RL: ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with ``--algorithm dr_grpo``) with the ``countdown`` reward
-   (1.0 correct / 0.1 answer tag / 0.0), 8 samples per prompt at temperature 1, no KL (beta 0). The run
+   (1.0 correct / 0.1 answer tag / 0.0), 8 samples per prompt at temperature 0.7, no KL (beta 0). The run
    directory is ``<output_dir>/<algorithm>``; checkpoints every ``save_steps`` make it resumable (``--resume``).
 6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/``; the zero-shot files are copied
    to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
    ``countdown-rl report <output_dir>/<algorithm>`` works. A before/after table is printed and
    ``demo_results.json`` written. Accuracy is always the strict Countdown accuracy of :mod:`evaluation`.
 
-The stages are plain functions (:func:`demo_puzzles`, :func:`build_base_model`, :func:`sft_warmup`,
-:func:`evaluate_stage`, :func:`grpo_train`) so that benchmarks can run SFT once and several RL runs from it.
+The stages are plain functions (:func:`warm_start` = puzzles + base model + :func:`sft_warmup`;
+:func:`zero_shot_stage`; :func:`rl_stage` = :func:`grpo_train` + :func:`evaluate_stage`) so that
+``benchmarks/toy_replication.py`` runs SFT once and six RL runs from it.
 """
 
 from __future__ import annotations
@@ -238,18 +239,6 @@ def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, An
         "rl": train_rows[spec.num_sft:],
         "eval": [{"nums": list(r["nums"]), "target": int(r["target"])} for r in test],
     }
-
-
-def build_base_model(out_dir: str | Path, size: str = "demo", seed: int = 0) -> Path:
-    """The tiny tokenizer and a random Qwen3 of ``size``, saved to ``out_dir`` (deterministic per seed)."""
-    from countdown_rl.tiny import build_tiny_model, build_tiny_tokenizer
-
-    out = Path(out_dir)
-    tokenizer = build_tiny_tokenizer(seed=seed)
-    model = build_tiny_model(tokenizer, size=size, seed=seed)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
 
 
 def sft_warmup(
@@ -517,6 +506,8 @@ class WarmStart:
 def warm_start(config: DemoConfig) -> WarmStart:
     """Puzzles, base model and SFT warm-up into ``config.output_dir`` (``base/``, ``sft/``); with
     ``config.resume`` a finished SFT stage made with the same settings is reused instead of trained again."""
+    from countdown_rl.tiny import save_tiny_model
+
     out = Path(config.output_dir)
     base_dir, sft_dir = out / "base", out / "sft"
     _header(f"puzzles: {config.puzzles.describe()}")
@@ -532,7 +523,7 @@ def warm_start(config: DemoConfig) -> WarmStart:
         _header(f"SFT warm-up: reusing {sft_dir}")
     else:
         _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
-        build_base_model(base_dir, config.model_size, config.seed)
+        save_tiny_model(base_dir, config.model_size, config.seed)
         _write_json(base_dir / STAGE_FILE, base_record)
         _header(f"SFT warm-up: {config.sft_steps} steps on solver traces -> {sft_dir}")
         sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,

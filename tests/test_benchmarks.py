@@ -90,3 +90,34 @@ def test_trainer_overhead_quick_prints_both_ratios():
     header, rows = _table(stdout)
     assert header[:3] == ["algorithm", "trainer", "step ms"]
     assert {(row[0], row[1]) for row in rows} == {(a, k) for a in ("grpo", "dr_grpo") for k in ("ours", "stock")}
+
+
+@pytest.mark.slow
+def test_toy_replication_quick_then_resume(tmp_path):
+    """The toy replication end to end in --quick mode: one SFT start, GRPO and Dr.GRPO at two budgets, the
+    table, the report built from the four runs, then --resume reusing every finished run."""
+    out = tmp_path / "toy"
+    stdout = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--grpo-steps", "2",
+                  "--output-dir", str(out), timeout=400)
+    header, rows = _table(stdout)
+    assert header[:4] == ["algorithm", "max tokens", "zero-shot (SFT)", "trained"]
+    assert [(r[0], r[1]) for r in rows] == [("GRPO", "16"), ("GRPO", "24"), ("Dr.GRPO", "16"), ("Dr.GRPO", "24")]
+    summary = json.loads((out / "toy_replication.json").read_text())
+    zero = json.loads((out / "zero_shot" / "eval.json").read_text())["results"]
+    assert [r["max_tokens"] for r in zero] == [16, 24]
+    for row, run in zip(rows, summary["runs"], strict=True):
+        trained = json.loads((out / f"{run['algorithm']}-{run['budget']}" / "eval" / "eval.json").read_text())
+        assert run["trained"] == trained["results"][0] and trained["results"][0]["max_tokens"] == run["budget"]
+        assert run["zero_shot"] == next(z for z in zero if z["max_tokens"] == run["budget"])
+        assert float(row[4]) == pytest.approx(run["improvement_points"], abs=0.05)
+    assert summary["every_run_improved"] == all(r["improvement_points"] > 0 for r in summary["runs"])
+    assert re.search(r"every RL stage improved held-out accuracy: (yes|NO)", stdout)
+    report = out / "report"
+    assert (report / "results.md").is_file() and len((report / "results.csv").read_text().splitlines()) == 5
+    assert all((report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in
+               ("accuracy_vs_step.png", "accuracy_by_budget.png", "reward_vs_step.png"))
+
+    again = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--grpo-steps", "2",
+                 "--output-dir", str(out), "--resume", timeout=400)
+    assert again.count("reusing the finished run") == 4 and "SFT warm-up: reusing" in again
+    assert json.loads((out / "toy_replication.json").read_text())["runs"][0]["trained"] == summary["runs"][0]["trained"]

@@ -1,0 +1,153 @@
+"""Toy-scale replication of the first report's GRPO vs Dr.GRPO table, offline on a CPU.
+
+The report trained Qwen3-1.7B with GRPO and Dr.GRPO at 256 / 512 / 1024 completion tokens. No pretrained weights
+are reachable here, so the same method runs on what ``countdown-rl demo`` builds:
+
+1. One warm start (``demo.warm_start``): generated puzzles (SFT / RL / held-out, disjoint), the tiny tokenizer and
+   a small random Qwen3, an SFT warm-up on solver traces. Every run starts from this one SFT model.
+2. Zero-shot: the SFT model, greedy, on the held-out puzzles, at every budget (one generation cut to each).
+3. For each algorithm (GRPO, Dr.GRPO) and each budget: ``CountdownGRPOTrainer`` from the SFT model with the same
+   steps, seed and data order, then a greedy evaluation on the same held-out puzzles (``demo.rl_stage``).
+   The budgets are scaled to the toy model: its solver traces are 33-45 tokens, so the smallest budget cuts
+   some of them (as 256 tokens cut Qwen3's reasoning) and the largest leaves room to ramble.
+4. The table (zero-shot, trained, improvement, correct / partial / failed, mean tokens) is printed and written
+   with the plots of ``countdown-rl report``; the goals (every RL stage improves, the best by >= 15 points)
+   are checked and printed, whatever they show.
+
+    python benchmarks/toy_replication.py            # the full table (< 1 h on 2 CPU cores)
+    python benchmarks/toy_replication.py --quick    # smoke check (~1-2 min): same pipeline, a few steps
+
+Everything lands in ``--output-dir``: ``sft/``, ``zero_shot/``, one run directory per configuration
+(``grpo-48`` ...), ``report/`` (results.md / .csv, PNG plots, samples.md) and ``toy_replication.json``.
+``--resume`` reuses the SFT model and every finished run, and continues an interrupted run from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from countdown_rl import demo  # noqa: E402  (light: heavy imports happen inside its functions)
+
+BUDGETS = (40, 48, 64)
+GOAL_POINTS = 15.0
+RESULTS_FILE = "toy_replication.json"
+
+
+def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
+    """The demo's settings (``--quick``: the demo's quick ones) with this script's output dir and overrides."""
+    config = demo.quick_config() if args.quick else demo.DemoConfig()
+    overrides = {"output_dir": args.output_dir, "seed": args.seed, "resume": args.resume}
+    if args.grpo_steps is not None:
+        overrides["grpo_steps"] = args.grpo_steps
+    return replace(config, **overrides)
+
+
+def _identity(config: demo.DemoConfig, warm: demo.WarmStart) -> dict:
+    """What makes two runs the same run: every setting but ``resume``, and the SFT model they start from."""
+    return {"config": asdict(replace(config, resume=False)), "sft": warm.record}
+
+
+def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
+    """The final result of a run made with exactly these settings and SFT model, or None."""
+    from countdown_rl.evaluation import read_eval
+
+    info = demo._read_json(run_dir / "run_info.json")
+    if not (run_dir / "eval" / "eval.json").is_file() or not isinstance(info, dict):
+        return None
+    if info.get("replication") != json.loads(json.dumps(_identity(config, warm))):
+        return None
+    return read_eval(run_dir / "eval")["results"][0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output-dir", default="outputs/toy-replication", help="where every run goes")
+    parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS),
+                        help=f"completion budgets in tokens (default {' '.join(map(str, BUDGETS))})")
+    parser.add_argument("--grpo-steps", type=int, help="RL steps per run (default: the demo's)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of puzzles, model and every run (default 0)")
+    parser.add_argument("--quick", action="store_true", help="smoke check: the demo's --quick settings")
+    parser.add_argument("--resume", action="store_true", help="reuse finished stages and runs; resume the rest")
+    args = parser.parse_args(argv)
+    if any(b <= 0 for b in args.budgets) or (args.grpo_steps is not None and args.grpo_steps <= 0):
+        parser.error("--budgets and --grpo-steps must be positive")
+    budgets = sorted(set(args.budgets))
+    base = replication_config(args)
+    demo._setup_environment(base.num_threads)
+    out = Path(base.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+
+    warm = demo.warm_start(base)
+    zero = {r.max_tokens: r for r in demo.zero_shot_stage(base, warm, budgets)}
+    rows, run_dirs = [], []
+    for algorithm in demo.ALGORITHMS:
+        for budget in budgets:
+            config = replace(base, algorithm=algorithm, max_completion_length=budget)
+            run_dir = out / f"{algorithm}-{budget}"
+            run_dirs.append(run_dir)
+            t = time.time()
+            result = _finished(run_dir, config, warm) if config.resume else None
+            if result is None:
+                demo._prepare_run_dir(run_dir, config.resume)
+                trained = demo.rl_stage(config, warm, run_dir, run_info={"replication": _identity(config, warm)})
+                result = trained["result"]
+            else:
+                print(f"\n== {algorithm} at {budget} tokens: reusing the finished run in {run_dir} ==")
+            before = zero[budget]
+            rows.append({"algorithm": algorithm, "budget": budget, "zero_shot": before.to_dict(),
+                         "trained": result.to_dict(), "improvement_points": 100 * (result.accuracy - before.accuracy),
+                         "seconds": round(time.time() - t, 1)})
+            print(f"{demo.ALGORITHM_NAMES[algorithm]} at {budget} tokens: {100 * before.accuracy:.1f}% -> "
+                  f"{100 * result.accuracy:.1f}% ({rows[-1]['improvement_points']:+.1f} points)", flush=True)
+
+    from countdown_rl.report import write_report
+
+    write_report(run_dirs, out / "report")
+    table = render_table(rows)
+    improved = all(r["improvement_points"] > 0 for r in rows)
+    best = max(rows, key=lambda r: r["improvement_points"])
+    summary = {
+        "command": "python benchmarks/toy_replication.py" + (" --quick" if args.quick else ""),
+        "budgets": budgets, "num_eval_puzzles": len(warm.puzzles["eval"]), "sft": warm.record, "runs": rows,
+        "every_run_improved": improved, "best": {k: best[k] for k in ("algorithm", "budget", "improvement_points")},
+        "total_seconds": round(time.time() - started, 1), "table": table, "config": asdict(base),
+    }
+    demo._write_json(out / RESULTS_FILE, summary)
+
+    print(f"\n== toy replication: {len(warm.puzzles['eval'])} held-out puzzles, greedy, strict accuracy; "
+          f"{base.grpo_steps} RL steps per run, seed {base.seed} ==")
+    print(table)
+    print(f"\nevery RL stage improved held-out accuracy: {'yes' if improved else 'NO'}")
+    print(f"best: {demo.ALGORITHM_NAMES[best['algorithm']]} at {best['budget']} tokens, "
+          f"{best['improvement_points']:+.1f} points over the SFT start (goal >= {GOAL_POINTS:.0f}: "
+          f"{'met' if best['improvement_points'] >= GOAL_POINTS else 'NOT met'})")
+    print(f"total {summary['total_seconds']:.0f} s; files: {out / RESULTS_FILE}, report: {out / 'report'}")
+    return 0
+
+
+def render_table(rows: list[dict]) -> str:
+    """The first report's table: one row per algorithm and budget."""
+    from countdown_rl.evaluation import format_number, format_percent, render_markdown_table
+
+    body = [
+        [demo.ALGORITHM_NAMES[r["algorithm"]], r["budget"], format_percent(r["zero_shot"]["accuracy"]),
+         format_percent(r["trained"]["accuracy"]), f"{r['improvement_points']:+.1f}",
+         f"{r['trained']['correct']} / {r['trained']['partial']} / {r['trained']['failed']}",
+         format_number(r["trained"]["mean_tokens"])]
+        for r in rows
+    ]
+    return render_markdown_table(
+        ["algorithm", "max tokens", "zero-shot (SFT)", "trained", "improvement (points)",
+         "correct / partial / failed", "mean tokens"], body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
