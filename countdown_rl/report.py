@@ -472,8 +472,9 @@ def plot_accuracy_by_budget(runs: Sequence[Run], path: Path) -> bool:
     if budgets:
         handles = [Patch(color=colour[alg], label=f"{alg}: trained") for alg in algorithms]
         handles.append(Patch(facecolor="lightgray", hatch="//", edgecolor="gray", label="zero-shot (base model)"))
-        ax.legend(handles=handles, fontsize="small")
-        ax.set_ylim(0, max(5.0, ax.get_ylim()[1] * 1.1))
+        # A band above the tallest bar for the legend, which would otherwise hide the last group's labels.
+        ax.set_ylim(0, max(5.0, ax.get_ylim()[1] * 1.3))
+        ax.legend(handles=handles, fontsize="small", loc="upper center", ncol=len(handles))
     else:
         _no_data(ax, "no eval/eval.json in any run")
     _save(fig, path)
