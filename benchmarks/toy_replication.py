@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(b <= 0 for b in args.budgets) or (args.grpo_steps is not None and args.grpo_steps <= 0):
         parser.error("--budgets and --grpo-steps must be positive")
+    if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+        parser.error(f"--output-dir {args.output_dir} exists and is not a folder")
     budgets = sorted(set(args.budgets))
     base = replication_config(args)
     demo._setup_environment(base.num_threads)

@@ -592,10 +592,12 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     """Run every stage (reusing complete ones with ``config.resume``); returns what demo_results.json holds."""
     if config.algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {config.algorithm!r}")
+    out = Path(config.output_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--output-dir {out} exists and is not a folder")
     _setup_environment(config.num_threads)
     started = time.time()
     timings: dict[str, float] = {}
-    out = Path(config.output_dir)
     run_dir = out / config.algorithm
     _prepare_run_dir(run_dir, config.resume)
     out.mkdir(parents=True, exist_ok=True)

@@ -154,3 +154,22 @@ def test_the_cli_lists_the_demo():
 
     assert COMMANDS["demo"][0] == "countdown_rl.demo:main"
     assert re.search(r"GRPO", COMMANDS["demo"][1])
+
+
+def test_dr_grpo_runs_next_to_grpo_reusing_the_sft_stage(quick_runs):
+    out, _, _ = quick_runs
+    code, stdout = _run(["--quick", "--output-dir", str(out), "--algorithm", "dr_grpo", "--grpo-steps", "1",
+                         "--resume"])
+    assert code == 0 and "SFT warm-up: reusing" in stdout and "after Dr.GRPO (1 steps)" in stdout
+    info = json.loads((out / "dr_grpo" / "run_info.json").read_text())
+    assert info["algorithm"] == "dr_grpo" and info["reduction"] == "masked_mean_drgrpo"
+    assert json.loads((out / demo.RESULTS_FILE).read_text())["algorithm"] == "dr_grpo"
+    assert (out / "grpo" / "eval" / "eval.json").is_file()  # the GRPO run is left as it was
+
+
+def test_an_output_dir_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
+    target = tmp_path / "taken"
+    target.write_text("not a folder")
+    assert demo.main(["--quick", "--output-dir", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"countdown-rl demo: error: --output-dir {target} exists and is not a folder"
