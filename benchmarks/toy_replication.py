@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{demo.ALGORITHM_NAMES[algorithm]} at {budget} tokens: {100 * before.accuracy:.1f}% -> "
                   f"{100 * result.accuracy:.1f}% ({rows[-1]['improvement_points']:+.1f} points)", flush=True)
 
+    from countdown_rl.model_card import write_json_atomic
     from countdown_rl.report import write_report
 
     write_report(run_dirs, out / "report")
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         "every_run_improved": improved, "best": {k: best[k] for k in ("algorithm", "budget", "improvement_points")},
         "total_seconds": round(time.time() - started, 1), "table": table, "config": asdict(base),
     }
-    demo._write_json(out / RESULTS_FILE, summary)
+    write_json_atomic(out / RESULTS_FILE, summary)
 
     print(f"\n== toy replication: {len(warm.puzzles['eval'])} held-out puzzles, greedy, strict accuracy; "
           f"{base.grpo_steps} RL steps per run, seed {base.seed} ==")

@@ -36,8 +36,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from countdown_rl.model_card import RUN_INFO, write_json_atomic
+
 PROG = "countdown-rl demo"
-DEMO_SOURCE = "countdown-rl demo"  # run_info.json marker: a run directory this command may clear
+DEMO_SOURCE = PROG  # run_info.json marker: a run directory this command may clear
 STAGE_FILE = "demo_stage.json"  # written last in base/ and sft/: the stage is complete, with these settings
 RESULTS_FILE = "demo_results.json"
 ALGORITHMS = ("grpo", "dr_grpo")
@@ -157,12 +159,6 @@ def _seed_everything(seed: int) -> None:
     from transformers import set_seed
 
     set_seed(seed)
-
-
-def _write_json(path: Path, data: Any) -> None:
-    from countdown_rl.evaluation import write_atomic
-
-    write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _read_json(path: Path) -> Any:
@@ -388,7 +384,6 @@ def grpo_train(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_utils import get_last_checkpoint
 
-    from countdown_rl.model_card import RUN_INFO
     from countdown_rl.rewards import get_reward_funcs
     from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
@@ -450,7 +445,7 @@ def grpo_train(
         "use_peft": False,
         **(run_info or {}),
     }
-    _write_json(run / RUN_INFO, info)
+    write_json_atomic(run / RUN_INFO, info)
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(str(run))
     tokenizer.save_pretrained(str(run))
@@ -524,11 +519,11 @@ def warm_start(config: DemoConfig) -> WarmStart:
     else:
         _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
         save_tiny_model(base_dir, config.model_size, config.seed)
-        _write_json(base_dir / STAGE_FILE, base_record)
+        write_json_atomic(base_dir / STAGE_FILE, base_record)
         _header(f"SFT warm-up: {config.sft_steps} steps on solver traces -> {sft_dir}")
         sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
                    learning_rate=config.sft_learning_rate, seed=config.seed, show_progress=not config.quick)
-        _write_json(sft_dir / STAGE_FILE, record)  # last: its presence marks a complete stage
+        write_json_atomic(sft_dir / STAGE_FILE, record)  # last: its presence marks a complete stage
     return WarmStart(puzzles, sft_dir, record)
 
 
@@ -634,7 +629,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "table": table,
         "config": asdict(config),
     }
-    _write_json(out / RESULTS_FILE, results)
+    write_json_atomic(out / RESULTS_FILE, results)
 
     _header("results (strict Countdown accuracy, greedy, held-out puzzles)")
     print(table)
