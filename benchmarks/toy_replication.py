@@ -3,13 +3,16 @@
 The report trained Qwen3-1.7B with GRPO and Dr.GRPO at 256 / 512 / 1024 completion tokens. No pretrained weights
 are reachable here, so the same method runs on what ``countdown-rl demo`` builds:
 
-1. One warm start (``demo.warm_start``): generated puzzles (SFT / RL / held-out, disjoint), the tiny tokenizer and
-   a small random Qwen3, an SFT warm-up on solver traces. Every run starts from this one SFT model.
+1. One warm start (``demo.warm_start``): the demo's generated puzzles (SFT / RL / held-out, disjoint), the tiny
+   tokenizer and a small random Qwen3, and an SFT warm-up on *search* traces (``puzzles.search_trace``: 0-2
+   wrong attempts written out and checked, then the solution; 2000 steps). Every run starts from this model.
 2. Zero-shot: the SFT model, greedy, on the held-out puzzles, at every budget (one generation cut to each).
 3. For each algorithm (GRPO, Dr.GRPO) and each budget: ``CountdownGRPOTrainer`` from the SFT model with the same
    steps, seed and data order, then a greedy evaluation on the same held-out puzzles (``demo.rl_stage``).
-   The budgets are scaled to the toy model: its solver traces are 33-45 tokens, so the smallest budget cuts
-   some of them (as 256 tokens cut Qwen3's reasoning) and the largest leaves room to ramble.
+   The budgets are scaled to the toy model. A search trace with EOS is 33-45 tokens with no wrong attempt,
+   51-70 with one and 69-98 with two (a third each), so 40 tokens cuts some first-try solutions (as 256
+   tokens cut Qwen3-1.7B's reasoning), 48 fits every first-try solution and 64 a wrong attempt as well:
+   28% / 32% / 60% of the SFT traces fit.
 4. The table (zero-shot, trained, improvement, correct / partial / failed, mean tokens) is printed and written
    with the plots of ``countdown-rl report``; the goals (every RL stage improves, the best by >= 15 points)
    are checked and printed, whatever they show.
@@ -36,14 +39,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from countdown_rl import demo  # noqa: E402  (light: heavy imports happen inside its functions)
 
 BUDGETS = (40, 48, 64)
+# The SFT start: search traces (0-2 wrong attempts, then the solution), which the budgets cut as 256 / 512 tokens
+# cut Qwen3-1.7B's reasoning, so RL has the report's lever: finish within the budget. 2000 steps, twice the
+# demo's, because these traces are longer (with 1000, most of the model's arithmetic was still wrong).
+SFT = {"trace": "search", "max_failed": 2, "sft_steps": 2000}
 GOAL_POINTS = 15.0
 RESULTS_FILE = "toy_replication.json"
 
 
 def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
-    """The demo's settings (``--quick``: the demo's quick ones) with this script's output dir and overrides."""
+    """The demo's settings (``--quick``: the demo's quick ones) with :data:`SFT`'s traces, this script's output
+    dir and overrides."""
     config = demo.quick_config() if args.quick else demo.DemoConfig()
-    overrides = {"output_dir": args.output_dir, "seed": args.seed, "resume": args.resume}
+    overrides = {"output_dir": args.output_dir, "seed": args.seed, "resume": args.resume, **SFT}
+    if args.quick:
+        overrides["sft_steps"] = config.sft_steps
     if args.grpo_steps is not None:
         overrides["grpo_steps"] = args.grpo_steps
     return replace(config, **overrides)

@@ -6,8 +6,9 @@
 2. Base model: the tiny byte-level BPE tokenizer and a small random Qwen3 from :mod:`countdown_rl.tiny`, saved
    to ``base/``.
 3. SFT warm-up: TRL's ``SFTTrainer`` on prompt-completion pairs (r1_zero prompt -> solver trace + EOS, loss on
-   the completion only). It is stopped early on purpose: the model has the format and some arithmetic but is
-   often wrong, which leaves RL something to fix. Saved to ``sft/``.
+   the completion only; ``--trace search`` writes 0-2 checked wrong attempts before the solution, a longer
+   trace that a tight budget cuts). It is stopped early on purpose: the model has the format and some
+   arithmetic but is often wrong, which leaves RL something to fix. Saved to ``sft/``.
 4. Zero-shot evaluation of the SFT model: greedy, at ``max_completion_length``, on the held-out puzzles ->
    ``zero_shot/`` (eval.json, eval.md, samples.jsonl).
 5. RL: ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with ``--algorithm dr_grpo``) with the ``countdown`` reward
@@ -43,6 +44,7 @@ DEMO_SOURCE = PROG  # run_info.json marker: a run directory this command may cle
 STAGE_FILE = "demo_stage.json"  # written last in base/ and sft/: the stage is complete, with these settings
 RESULTS_FILE = "demo_results.json"
 ALGORITHMS = ("grpo", "dr_grpo")
+TRACES = ("solver", "search")  # SFT completions: puzzles.solver_trace or puzzles.search_trace
 ALGORITHM_NAMES = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO"}
 
 
@@ -89,6 +91,8 @@ class DemoConfig:
     puzzles: PuzzleSpec = field(default_factory=PuzzleSpec)
     model_size: str = "demo"
     # SFT warm-up
+    trace: str = "solver"  # "solver": the solution's steps; "search": 0..max_failed wrong attempts, then them
+    max_failed: int = 2
     sft_steps: int = 1000
     sft_batch_size: int = 16
     sft_learning_rate: float = 2e-3
@@ -245,30 +249,35 @@ def sft_warmup(
     steps: int,
     batch_size: int = 16,
     learning_rate: float = 3e-3,
+    trace: str = "solver",
+    max_failed: int = 2,
     seed: int = 0,
     show_progress: bool = True,
 ) -> Path:
     """Supervised warm-up on solver traces; the model and tokenizer are saved to ``out_dir``.
 
-    Prompt = the r1_zero prompt (ends with ``<think>``), completion = ``solver_trace(open_think=False)`` + EOS,
-    loss on the completion only.
+    Prompt = the r1_zero prompt (ends with ``<think>``), completion = ``solver_trace(open_think=False)`` (or
+    ``search_trace`` with ``trace="search"``) + EOS, loss on the completion only.
     """
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
     from countdown_rl.prompts import build_prompt
-    from countdown_rl.puzzles import solver_trace
+    from countdown_rl.puzzles import search_trace, solver_trace
+
+    if trace not in TRACES:
+        raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
+
+    def completion(p: Mapping[str, Any]) -> str:
+        if trace == "search":
+            return search_trace(p["nums"], p["target"], max_failed=max_failed, seed=seed, open_think=False)
+        return solver_trace(p["nums"], p["target"], open_think=False)
 
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
-    rows = [
-        {
-            "prompt": build_prompt(p["nums"], p["target"], "r1_zero"),
-            "completion": solver_trace(p["nums"], p["target"], open_think=False) + tokenizer.eos_token,
-        }
-        for p in puzzles
-    ]
+    rows = [{"prompt": build_prompt(p["nums"], p["target"], "r1_zero"),
+             "completion": completion(p) + tokenizer.eos_token} for p in puzzles]
     _seed_everything(seed)
     args = SFTConfig(
         output_dir=str(out),
@@ -512,7 +521,8 @@ def warm_start(config: DemoConfig) -> WarmStart:
     base_record = {"stage": "base", "model_size": config.model_size, "seed": config.seed}
     record = {
         "stage": "sft", "base": base_record, "puzzles": asdict(config.puzzles), "steps": config.sft_steps,
-        "batch_size": config.sft_batch_size, "learning_rate": config.sft_learning_rate,
+        "batch_size": config.sft_batch_size, "learning_rate": config.sft_learning_rate, "trace": config.trace,
+        **({"max_failed": config.max_failed} if config.trace == "search" else {}),
     }
     if config.resume and _stage_done(sft_dir, record):
         _header(f"SFT warm-up: reusing {sft_dir}")
@@ -520,9 +530,10 @@ def warm_start(config: DemoConfig) -> WarmStart:
         _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
         save_tiny_model(base_dir, config.model_size, config.seed)
         write_json_atomic(base_dir / STAGE_FILE, base_record)
-        _header(f"SFT warm-up: {config.sft_steps} steps on solver traces -> {sft_dir}")
+        _header(f"SFT warm-up: {config.sft_steps} steps on {config.trace} traces -> {sft_dir}")
         sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
-                   learning_rate=config.sft_learning_rate, seed=config.seed, show_progress=not config.quick)
+                   learning_rate=config.sft_learning_rate, trace=config.trace, max_failed=config.max_failed,
+                   seed=config.seed, show_progress=not config.quick)
         write_json_atomic(sft_dir / STAGE_FILE, record)  # last: its presence marks a complete stage
     return WarmStart(puzzles, sft_dir, record)
 
@@ -587,6 +598,9 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     """Run every stage (reusing complete ones with ``config.resume``); returns what demo_results.json holds."""
     if config.algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {config.algorithm!r}")
+    if config.trace not in TRACES or config.max_failed < 0:
+        raise ValueError(f"trace must be one of {TRACES} and max_failed >= 0, "
+                         f"got trace={config.trace!r}, max_failed={config.max_failed}")
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {out} exists and is not a folder")
@@ -658,6 +672,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", choices=ALGORITHMS, default=d.algorithm, help="RL algorithm (default grpo)")
     p.add_argument("--seed", type=int, default=d.seed, help=f"seed of puzzles, model and training (default {d.seed})")
     p.add_argument("--sft-steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
+    p.add_argument("--trace", choices=TRACES, default=d.trace,
+                   help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
+                   f"checked, then the solution; longer) (default {d.trace})")
     p.add_argument("--grpo-steps", type=int, help=f"RL steps (default {d.grpo_steps})")
     p.add_argument("--num-eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
     p.add_argument("--quick", action="store_true", help="~1-minute smoke version: few steps and puzzles")
@@ -670,7 +687,7 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
     """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
     config = quick_config() if args.quick else DemoConfig()
     overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm, "seed": args.seed,
-                                 "resume": args.resume}
+                                 "trace": args.trace, "resume": args.resume}
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
     if args.grpo_steps is not None:

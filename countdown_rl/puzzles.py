@@ -37,7 +37,10 @@ from functools import lru_cache
 from numbers import Integral
 from typing import Union
 
-__all__ = ["Expr", "generate_countdown", "generate_with_solutions", "render", "solve", "solve_tree", "solver_trace"]
+__all__ = [
+    "Expr", "generate_countdown", "generate_with_solutions", "render", "search_trace", "solve", "solve_tree",
+    "solver_trace",
+]
 
 # An expression tree: a leaf is a given number; a node is (operator, left, right).
 Expr = Union[int, tuple[str, "Expr", "Expr"]]
@@ -226,6 +229,55 @@ def solver_trace(nums: Sequence[int], target: int, *, open_think: bool = True) -
     _steps(tree, steps)
     think = ", ".join(steps) if steps else f"{target} is given"
     return f"{'<think>' if open_think else ''}{think}</think> <answer>{render(tree)}</answer>"
+
+
+def _random_attempt(nums: Sequence[int], rng: random.Random) -> tuple[list[str], Fraction]:
+    """One random try at the puzzle: combine two numbers at a time (non-negative, exact results only) until one
+    value is left; returns its ``a op b = c`` steps and that value."""
+    pool = [Fraction(x) for x in nums]
+    steps: list[str] = []
+    while len(pool) > 1:
+        i, j = rng.sample(range(len(pool)), 2)
+        a, b = pool[i], pool[j]
+        ops = ["+", "*"] + (["-"] if a >= b else []) + (["/"] if b != 0 and (a / b).denominator == 1 else [])
+        op = rng.choice(ops)
+        value = _apply(op, a, b)
+        steps.append(f"{_fmt(a)} {op} {_fmt(b)} = {_fmt(value)}")
+        pool = [x for k, x in enumerate(pool) if k not in (i, j)] + [value]
+    return steps, pool[0]
+
+
+def search_trace(nums: Sequence[int], target: int, *, max_failed: int = 2, min_failed: int = 0, seed: int = 0,
+                 open_think: bool = True) -> str:
+    """A worked search: a few wrong attempts written out and checked, then the solver's solution, in ``<think>``.
+
+    Each attempt is a chain of ``a op b = c`` steps over all the numbers; attempts are separated by ``"; "``.
+    The number of failed attempts (each ending on a value other than ``target``, no two alike) is drawn
+    uniformly from ``min_failed..max_failed``, deterministically per ``(seed, nums, target)``; the last attempt is
+    :func:`solver_trace`'s. With a length budget, a model trained on these traces must learn to try less
+    (guess better) to finish in time: the toy analogue of a long reasoning trace cut by ``max_tokens``.
+    ``open_think=False`` drops the leading ``<think>``. Raises ValueError when the puzzle has no solution.
+
+    >>> search_trace([7, 7, 65], 51, max_failed=0) == solver_trace([7, 7, 65], 51)
+    True
+    >>> search_trace([3, 4, 5], 35, seed=1)
+    '<think>4 * 5 = 20, 20 + 3 = 23; 3 + 4 = 7, 5 * 7 = 35</think> <answer>5 * (3 + 4)</answer>'
+    """
+    if not 0 <= min_failed <= max_failed:
+        raise ValueError(f"need 0 <= min_failed <= max_failed, got min_failed={min_failed}, max_failed={max_failed}")
+    solution = solver_trace(nums, target, open_think=False)
+    think, answer = solution.split("</think>", 1)
+    rng = random.Random(f"{seed}|{list(nums)}|{target}")
+    wanted, attempts, seen = rng.randint(min_failed, max_failed), [], {think}
+    for _ in range(20 * max_failed):  # bounded: a puzzle may have fewer distinct wrong chains than wanted
+        if len(attempts) == wanted:
+            break
+        steps, value = _random_attempt(nums, rng)
+        text = ", ".join(steps)
+        if value != target and text not in seen:
+            seen.add(text)
+            attempts.append(text)
+    return f"{'<think>' if open_think else ''}{'; '.join([*attempts, think])}</think>{answer}"
 
 
 def _random_value(nums: Sequence[int], rng: random.Random) -> Fraction:

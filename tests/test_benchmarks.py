@@ -103,6 +103,7 @@ def test_toy_replication_quick_then_resume(tmp_path):
     assert header[:4] == ["algorithm", "max tokens", "zero-shot (SFT)", "trained"]
     assert [(r[0], r[1]) for r in rows] == [("GRPO", "16"), ("GRPO", "24"), ("Dr.GRPO", "16"), ("Dr.GRPO", "24")]
     summary = json.loads((out / "toy_replication.json").read_text())
+    assert "SFT warm-up: 30 steps on search traces" in stdout and summary["sft"]["trace"] == "search"
     zero = json.loads((out / "zero_shot" / "eval.json").read_text())["results"]
     assert [r["max_tokens"] for r in zero] == [16, 24]
     for row, run in zip(rows, summary["runs"], strict=True):

@@ -128,9 +128,20 @@ def test_flags_override_the_presets():
     assert config.quick and config.grpo_steps == 7 and config.puzzles.num_eval == 12 and config.algorithm == "dr_grpo"
     assert config.sft_steps == demo.quick_config().sft_steps
     full = demo.config_from_args(demo.build_parser().parse_args([]))
-    assert full == demo.DemoConfig() and not full.quick
+    assert full == demo.DemoConfig() and not full.quick and full.trace == "solver"
+    assert demo.config_from_args(demo.build_parser().parse_args(["--trace", "search"])).trace == "search"
     with pytest.raises(SystemExit):
         demo.main(["--grpo-steps", "0"])
+
+
+def test_bad_trace_settings_fail_before_anything_is_written(tmp_path):
+    for bad in ({"trace": "beam"}, {"trace": "search", "max_failed": -1}):
+        config = demo.quick_config(output_dir=str(tmp_path / "out"), **bad)
+        with pytest.raises(ValueError, match="trace must be one of"):
+            demo.run_demo(config)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(SystemExit):
+        demo.main(["--trace", "beam"])
 
 
 def test_a_foreign_run_directory_is_never_cleared(tmp_path):

@@ -13,7 +13,14 @@ from functools import lru_cache
 import pytest
 
 from countdown_rl import puzzles
-from countdown_rl.puzzles import generate_countdown, generate_with_solutions, solve, solve_tree, solver_trace
+from countdown_rl.puzzles import (
+    generate_countdown,
+    generate_with_solutions,
+    search_trace,
+    solve,
+    solve_tree,
+    solver_trace,
+)
 from countdown_rl.verifier import evaluate_exact, reward_fn, uses_numbers_exactly
 
 
@@ -151,6 +158,58 @@ def test_trace_without_opening_think_and_for_unsolvable():
     assert reward_fn("<think>" + trace, {"numbers": [7, 7, 65], "target": 51}) == 1.0
     with pytest.raises(ValueError, match="no equation"):
         solver_trace([1, 1, 1], 99)
+
+
+def _replay_attempt(attempt: str, nums) -> Fraction:
+    """Check one written attempt step by step: every step's arithmetic is right and takes its operands from the
+    numbers still in play (each given number used once); returns the one value left at the end."""
+    pool = [Fraction(n) for n in nums]
+    for step in attempt.split(", "):
+        m = STEP.match(step)
+        assert m, step
+        a, op, b, c = Fraction(m[1]), m[2], Fraction(m[3]), Fraction(m[4])
+        assert {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}[op] == c, step
+        pool.remove(a)  # ValueError if the operand is not in play
+        pool.remove(b)
+        pool.append(c)
+    assert len(pool) == 1, attempt
+    return pool[0]
+
+
+def test_search_trace_writes_checked_wrong_attempts_then_the_solution():
+    failed_counts = []
+    for p in generate_countdown(200, seed=6):
+        nums, target = p["nums"], p["target"]
+        trace = search_trace(nums, target, max_failed=2, seed=0)
+        match = re.fullmatch(r"<think>(.*)</think> <answer>(.*)</answer>", trace)
+        assert match, trace
+        *failed, last = match.group(1).split("; ")
+        assert len(failed) <= 2 and len(set(failed)) == len(failed)
+        assert all(_replay_attempt(a, nums) != target for a in failed), trace
+        assert _replay_attempt(last, nums) == target
+        assert f"<think>{last}</think>" in solver_trace(nums, target)  # the solution is the solver's
+        assert reward_fn(trace, {"numbers": nums, "target": target}) == 1.0
+        failed_counts.append(len(failed))
+    assert set(failed_counts) == {0, 1, 2}  # the number of wrong attempts varies
+
+
+def test_search_trace_is_deterministic_per_seed_and_bounded():
+    p = {"nums": [3, 4, 5, 6], "target": 19}
+    traces = [search_trace(p["nums"], p["target"], seed=s) for s in range(20)]
+    assert traces == [search_trace(p["nums"], p["target"], seed=s) for s in range(20)]
+    assert len(set(traces)) > 5  # the seed changes the attempts
+    assert search_trace([7, 7, 65], 51, max_failed=0) == solver_trace([7, 7, 65], 51)
+    assert not search_trace([7, 7, 65], 51, open_think=False).startswith("<think>")
+    # [1, 1] has only three wrong chains (1 * 1, 1 - 1, 1 / 1): asking for up to 50 stops after a bounded number
+    # of tries instead of looping.
+    *failed, _ = search_trace([1, 1], 2, max_failed=50, seed=0)[len("<think>"):].split("</think>")[0].split("; ")
+    assert len(failed) <= 3
+    for bad in ({"max_failed": -1}, {"min_failed": 3, "max_failed": 2}):
+        with pytest.raises(ValueError, match="min_failed <= max_failed"):
+            search_trace([7, 7, 65], 51, **bad)
+    assert all(search_trace([3, 4, 5, 6], 19, min_failed=2, max_failed=2, seed=s).count("; ") == 2 for s in range(5))
+    with pytest.raises(ValueError, match="no equation"):
+        search_trace([1, 1, 1], 99)
 
 
 # ------------------------------------------------------------------------------------------------- generator
