@@ -91,7 +91,8 @@ class DemoConfig:
     puzzles: PuzzleSpec = field(default_factory=PuzzleSpec)
     model_size: str = "demo"
     # SFT warm-up
-    trace: str = "solver"  # "solver": the solution's steps; "search": 0..max_failed wrong attempts, then them
+    trace: str = "solver"  # "solver": the solution's steps; "search": min..max_failed wrong attempts, then them
+    min_failed: int = 0
     max_failed: int = 2
     sft_steps: int = 1000
     sft_batch_size: int = 16
@@ -250,6 +251,7 @@ def sft_warmup(
     batch_size: int = 16,
     learning_rate: float = 3e-3,
     trace: str = "solver",
+    min_failed: int = 0,
     max_failed: int = 2,
     seed: int = 0,
     show_progress: bool = True,
@@ -271,7 +273,8 @@ def sft_warmup(
 
     def completion(p: Mapping[str, Any]) -> str:
         if trace == "search":
-            return search_trace(p["nums"], p["target"], max_failed=max_failed, seed=seed, open_think=False)
+            return search_trace(p["nums"], p["target"], min_failed=min_failed, max_failed=max_failed, seed=seed,
+                                open_think=False)
         return solver_trace(p["nums"], p["target"], open_think=False)
 
     out = Path(out_dir)
@@ -522,7 +525,7 @@ def warm_start(config: DemoConfig) -> WarmStart:
     record = {
         "stage": "sft", "base": base_record, "puzzles": asdict(config.puzzles), "steps": config.sft_steps,
         "batch_size": config.sft_batch_size, "learning_rate": config.sft_learning_rate, "trace": config.trace,
-        **({"max_failed": config.max_failed} if config.trace == "search" else {}),
+        **({"min_failed": config.min_failed, "max_failed": config.max_failed} if config.trace == "search" else {}),
     }
     if config.resume and _stage_done(sft_dir, record):
         _header(f"SFT warm-up: reusing {sft_dir}")
@@ -532,8 +535,8 @@ def warm_start(config: DemoConfig) -> WarmStart:
         write_json_atomic(base_dir / STAGE_FILE, base_record)
         _header(f"SFT warm-up: {config.sft_steps} steps on {config.trace} traces -> {sft_dir}")
         sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
-                   learning_rate=config.sft_learning_rate, trace=config.trace, max_failed=config.max_failed,
-                   seed=config.seed, show_progress=not config.quick)
+                   learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
+                   max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick)
         write_json_atomic(sft_dir / STAGE_FILE, record)  # last: its presence marks a complete stage
     return WarmStart(puzzles, sft_dir, record)
 
@@ -598,9 +601,9 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     """Run every stage (reusing complete ones with ``config.resume``); returns what demo_results.json holds."""
     if config.algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {config.algorithm!r}")
-    if config.trace not in TRACES or config.max_failed < 0:
-        raise ValueError(f"trace must be one of {TRACES} and max_failed >= 0, "
-                         f"got trace={config.trace!r}, max_failed={config.max_failed}")
+    if config.trace not in TRACES or not 0 <= config.min_failed <= config.max_failed:
+        raise ValueError(f"trace must be one of {TRACES} and 0 <= min_failed <= max_failed, got trace="
+                         f"{config.trace!r}, min_failed={config.min_failed}, max_failed={config.max_failed}")
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {out} exists and is not a folder")

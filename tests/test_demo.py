@@ -135,7 +135,7 @@ def test_flags_override_the_presets():
 
 
 def test_bad_trace_settings_fail_before_anything_is_written(tmp_path):
-    for bad in ({"trace": "beam"}, {"trace": "search", "max_failed": -1}):
+    for bad in ({"trace": "beam"}, {"trace": "search", "max_failed": -1}, {"min_failed": 2, "max_failed": 1}):
         config = demo.quick_config(output_dir=str(tmp_path / "out"), **bad)
         with pytest.raises(ValueError, match="trace must be one of"):
             demo.run_demo(config)
