@@ -31,7 +31,7 @@ targets, mostly at most 100): numbers 1..99 and targets 1..100 inclusive.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from functools import lru_cache
 from numbers import Integral
@@ -222,29 +222,18 @@ def solver_trace(nums: Sequence[int], target: int, *, open_think: bool = True) -
     >>> solver_trace([7, 7, 65], 51)
     '<think>65 - 7 = 58, 58 - 7 = 51</think> <answer>(65 - 7) - 7</answer>'
     """
+    think, answer = _worked_solution(nums, target)
+    return f"{'<think>' if open_think else ''}{think}</think> <answer>{answer}</answer>"
+
+
+def _worked_solution(nums: Sequence[int], target: int) -> tuple[str, str]:
+    """(the solver's steps as ``a op b = c, ...``, its equation); ValueError when there is none."""
     tree = solve_tree(nums, target)
     if tree is None:
         raise ValueError(f"no equation over {list(nums)} equals {target}")
     steps: list[str] = []
     _steps(tree, steps)
-    think = ", ".join(steps) if steps else f"{target} is given"
-    return f"{'<think>' if open_think else ''}{think}</think> <answer>{render(tree)}</answer>"
-
-
-def _random_attempt(nums: Sequence[int], rng: random.Random) -> tuple[list[str], Fraction]:
-    """One random try at the puzzle: combine two numbers at a time (non-negative, exact results only) until one
-    value is left; returns its ``a op b = c`` steps and that value."""
-    pool = [Fraction(x) for x in nums]
-    steps: list[str] = []
-    while len(pool) > 1:
-        i, j = rng.sample(range(len(pool)), 2)
-        a, b = pool[i], pool[j]
-        ops = ["+", "*"] + (["-"] if a >= b else []) + (["/"] if b != 0 and (a / b).denominator == 1 else [])
-        op = rng.choice(ops)
-        value = _apply(op, a, b)
-        steps.append(f"{_fmt(a)} {op} {_fmt(b)} = {_fmt(value)}")
-        pool = [x for k, x in enumerate(pool) if k not in (i, j)] + [value]
-    return steps, pool[0]
+    return (", ".join(steps) if steps else f"{target} is given"), render(tree)
 
 
 def search_trace(nums: Sequence[int], target: int, *, max_failed: int = 2, min_failed: int = 0, seed: int = 0,
@@ -265,31 +254,46 @@ def search_trace(nums: Sequence[int], target: int, *, max_failed: int = 2, min_f
     """
     if not 0 <= min_failed <= max_failed:
         raise ValueError(f"need 0 <= min_failed <= max_failed, got min_failed={min_failed}, max_failed={max_failed}")
-    solution = solver_trace(nums, target, open_think=False)
-    think, answer = solution.split("</think>", 1)
+    think, answer = _worked_solution(nums, target)
     rng = random.Random(f"{seed}|{list(nums)}|{target}")
     wanted, attempts, seen = rng.randint(min_failed, max_failed), [], {think}
     for _ in range(20 * max_failed):  # bounded: a puzzle may have fewer distinct wrong chains than wanted
         if len(attempts) == wanted:
             break
-        steps, value = _random_attempt(nums, rng)
+        steps: list[str] = []
+        value = _random_reduction(nums, rng, _exact_operators, steps)
         text = ", ".join(steps)
         if value != target and text not in seen:
             seen.add(text)
             attempts.append(text)
-    return f"{'<think>' if open_think else ''}{'; '.join([*attempts, think])}</think>{answer}"
+    return f"{'<think>' if open_think else ''}{'; '.join([*attempts, think])}</think> <answer>{answer}</answer>"
 
 
-def _random_value(nums: Sequence[int], rng: random.Random) -> Fraction:
-    """Value of a random expression tree over all of ``nums`` (random pairing order and operators)."""
+def _random_reduction(nums: Sequence[int], rng: random.Random,
+                      operators: Callable[[Fraction, Fraction], Sequence[str]],
+                      steps: list[str] | None = None) -> Fraction:
+    """Value of a random expression tree over all of ``nums``: combine two random numbers at a time by a random
+    operator from ``operators(a, b)`` until one value is left; appends ``a op b = c`` lines to ``steps`` if given."""
     pool = [Fraction(x) for x in nums]
     while len(pool) > 1:
         i, j = rng.sample(range(len(pool)), 2)
         a, b = pool[i], pool[j]
-        op = rng.choice(OPERATORS if b != 0 else OPERATORS[:3])
+        op = rng.choice(operators(a, b))
         value = _apply(op, a, b)
+        if steps is not None:
+            steps.append(f"{_fmt(a)} {op} {_fmt(b)} = {_fmt(value)}")
         pool = [x for k, x in enumerate(pool) if k not in (i, j)] + [value]
     return pool[0]
+
+
+def _any_operator(a: Fraction, b: Fraction) -> Sequence[str]:
+    """The generator's choice: any operator with a defined result."""
+    return OPERATORS if b != 0 else OPERATORS[:3]
+
+
+def _exact_operators(a: Fraction, b: Fraction) -> Sequence[str]:
+    """A written attempt's choice: non-negative, exact results only (the integer steps a trace shows)."""
+    return ["+", "*"] + (["-"] if a >= b else []) + (["/"] if b != 0 and (a / b).denominator == 1 else [])
 
 
 def generate_countdown(
@@ -334,7 +338,7 @@ def generate_countdown(
         while draws < budget:
             draws += 1
             nums = [rng.randint(min_number, max_number) for _ in range(count)]
-            value = _random_value(nums, rng)
+            value = _random_reduction(nums, rng, _any_operator)
             if value.denominator != 1 or not min_target <= value <= max_target:
                 continue
             target = int(value)
