@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
 from countdown_rl.prompts import build_prompt
 from countdown_rl.verifier import Outcome, score_completion
 
@@ -538,56 +538,12 @@ def evaluate_puzzles(
 # --------------------------------------------------------------------------------------------------------------
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Write text (UTF-8) or bytes to ``path`` through a temporary file in the same folder and ``os.replace``.
-
-    A crash leaves either the old file or the new one, never a half-written one.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
-def format_percent(value: float | None, digits: int = 1) -> str:
-    """``0.375 -> '37.5%'``; None -> an em dash.
-
-    >>> format_percent(0.375), format_percent(None)
-    ('37.5%', '—')
-    """
-    return "—" if value is None else f"{100 * value:.{digits}f}%"
 
 
-def format_number(value: float | None, digits: int = 1) -> str:
-    """``12.345 -> '12.3'``, ints as they are; None -> an em dash."""
-    if value is None:
-        return "—"
-    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
 
 
-def render_markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A GitHub Markdown table (``|`` in cells escaped).
-
-    >>> print(render_markdown_table(["a", "b"], [[1, "x|y"]]))
-    | a | b |
-    | --- | --- |
-    | 1 | x\\|y |
-    """
-    def cell(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + " --- |" * len(headers)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def markdown_table(results: Sequence[BudgetResult]) -> str:

@@ -13,20 +13,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.evaluation import markdown_table, read_eval, write_atomic
+from countdown_rl.evaluation import markdown_table, read_eval
+from countdown_rl.files import write_atomic, write_json_atomic
 
 RUN_INFO = "run_info.json"
 FINAL_EVAL = Path("eval") / "eval.json"
 ALGORITHM_TAGS = {"grpo": "grpo", "dr_grpo": "dr-grpo"}
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON atomically (see ``evaluation.write_atomic``): a crash never leaves half a file.
-
-    >>> import tempfile; p = Path(tempfile.mkdtemp()) / "x.json"; write_json_atomic(p, {"a": 1}); p.read_text()
-    '{\\n  "a": 1\\n}'
-    """
-    write_atomic(path, json.dumps(data, indent=2))
 
 
 def render_model_card(
