@@ -79,8 +79,8 @@ def countdown_dataset(n: int, seed: int = 0, template: str = "r1_zero"):
     """``n`` generated puzzles with a ``prompt`` column (``datasets.Dataset``), deterministic for a seed."""
     from datasets import Dataset
 
-    from countdown_rl.prompts import build_prompt
-    from countdown_rl.puzzles import generate_countdown
+    from countdown_rl.tasks.countdown.prompts import build_prompt
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
     rows = generate_countdown(n, seed=seed)
     return Dataset.from_list([{**row, "prompt": build_prompt(row["nums"], row["target"], template)} for row in rows])
@@ -93,7 +93,7 @@ def dense_toy_reward(completions, completion_ids, **kwargs) -> list[float]:
 
 def reward_funcs(names: Sequence[str]) -> list[Callable]:
     """Reward functions by name: ``countdown`` (the project's) and/or ``dense`` (``dense_toy_reward``)."""
-    from countdown_rl.rewards import get_reward_funcs
+    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
 
     funcs = []
     for name in names:

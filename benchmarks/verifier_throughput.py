@@ -1,4 +1,4 @@
-"""Throughput of ``countdown_rl.verifier.reward_fn`` against the common public Countdown reward.
+"""Throughput of ``countdown_rl.tasks.countdown.verifier.reward_fn`` against the common public Countdown reward.
 
 The reference is written here in the style found in many public GRPO/R1-Zero Countdown repos: a lazy regex for
 the last ``<answer>`` tag, a ``\\d+`` numbers check, a ``^[\\d+\\-*/().\\s]+$`` whitelist, then Python's ``eval``
@@ -29,10 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 try:
-    from countdown_rl.verifier import reward_fn
+    from countdown_rl.tasks.countdown.verifier import reward_fn
 except ImportError:  # run as a script from a checkout without an installed package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from countdown_rl.verifier import reward_fn
+    from countdown_rl.tasks.countdown.verifier import reward_fn
 
 GroundTruth = dict  # {"numbers": list[int], "target": int}
 

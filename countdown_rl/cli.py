@@ -13,8 +13,8 @@ from importlib import import_module
 
 # name -> ("module:function" taking argv, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "train": ("countdown_rl.train:main", "train with GRPO / Dr.GRPO from a recipe (TRL --config YAML + --key value)"),
-    "eval": ("countdown_rl.evaluate:main", "evaluate a model, checkpoint, adapter or Hub id on held-out puzzles"),
+    "train": ("countdown_rl.commands.train:main", "train with GRPO / Dr.GRPO from a recipe (TRL --config YAML + --key value)"),
+    "eval": ("countdown_rl.commands.evaluate:main", "evaluate a model, checkpoint, adapter or Hub id on held-out puzzles"),
     "report": ("countdown_rl.report:main", "tables and plots from one or more run directories"),
     "generate": ("countdown_rl.cli:generate_main", "write solvable Countdown puzzles to a JSONL file"),
     "verify": ("countdown_rl.cli:verify_main", "score one completion against numbers and a target"),
@@ -40,7 +40,7 @@ def _top_level_parser() -> argparse.ArgumentParser:
 def generate_main(argv: list[str] | None = None) -> int:
     """``countdown-rl generate N --out puzzles.jsonl``: solvable puzzles from the offline generator."""
     from countdown_rl.data import write_jsonl
-    from countdown_rl.puzzles import generate_countdown
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
     parser = argparse.ArgumentParser(prog="countdown-rl generate", description=generate_main.__doc__)
     parser.add_argument("n", type=int, help="number of puzzles")
@@ -56,7 +56,7 @@ def generate_main(argv: list[str] | None = None) -> int:
 
 def verify_main(argv: list[str] | None = None) -> int:
     """``countdown-rl verify --nums 7 7 65 --target 51 TEXT``: extracted answer, value, outcome and reward."""
-    from countdown_rl.verifier import score_completion
+    from countdown_rl.tasks.countdown.verifier import score_completion
 
     parser = argparse.ArgumentParser(prog="countdown-rl verify", description=verify_main.__doc__)
     parser.add_argument("text", help="the completion (use - to read standard input)")

@@ -9,7 +9,7 @@
    with the numbers reordered (:func:`dedupe_countdown`).
 4. Split into train and test with no puzzle on both sides (:func:`split_countdown`): a seeded random
    hold-out of the deduped rows, or TinyZero's positional split of the raw row order.
-5. Add a ``prompt`` column from :mod:`countdown_rl.prompts`, keeping ``nums`` and ``target``: TRL passes
+5. Add a ``prompt`` column from :mod:`countdown_rl.tasks.countdown.prompts`, keeping ``nums`` and ``target``: TRL passes
    extra columns to reward functions as keyword arguments (:func:`prepare_countdown`).
 
 JSON files are parsed here rather than by Arrow, because Arrow coerces a column to one type (one ``3.5``
@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.prompts import PROMPT_TEMPLATES, build_prompt
-from countdown_rl.puzzles import generate_countdown, generate_with_solutions, solve, solver_trace
+from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES, build_prompt
+from countdown_rl.tasks.countdown.puzzles import generate_countdown, generate_with_solutions, solve, solver_trace
 
 if TYPE_CHECKING:
     from datasets import Dataset

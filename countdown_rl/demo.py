@@ -63,7 +63,7 @@ class PuzzleSpec:
     num_eval: int = 300
 
     def generator_kwargs(self) -> dict[str, int]:
-        """Keyword arguments for :func:`countdown_rl.puzzles.generate_countdown`."""
+        """Keyword arguments for :func:`countdown_rl.tasks.countdown.puzzles.generate_countdown`."""
         return {
             "min_numbers": self.min_numbers,
             "max_numbers": self.max_numbers,
@@ -229,7 +229,7 @@ def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, An
     from datasets import Dataset
 
     from countdown_rl.data import split_countdown
-    from countdown_rl.puzzles import generate_countdown
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
     total = spec.num_sft + spec.num_rl + spec.num_eval
     pool = generate_countdown(total, seed=seed, **spec.generator_kwargs())
@@ -265,8 +265,8 @@ def sft_warmup(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from countdown_rl.prompts import build_prompt
-    from countdown_rl.puzzles import search_trace, solver_trace
+    from countdown_rl.tasks.countdown.prompts import build_prompt
+    from countdown_rl.tasks.countdown.puzzles import search_trace, solver_trace
 
     if trace not in TRACES:
         raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
@@ -354,7 +354,7 @@ def evaluate_stage(
 def _rl_dataset(puzzles: Sequence[Mapping[str, Any]]):
     from datasets import Dataset
 
-    from countdown_rl.prompts import build_prompt
+    from countdown_rl.tasks.countdown.prompts import build_prompt
 
     # nums and target stay next to the prompt: TRL passes them to the reward function.
     return Dataset.from_list(
@@ -396,7 +396,7 @@ def grpo_train(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_utils import get_last_checkpoint
 
-    from countdown_rl.rewards import get_reward_funcs
+    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
     from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
     run = Path(run_dir)

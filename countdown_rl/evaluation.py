@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
-from countdown_rl.prompts import build_prompt
-from countdown_rl.verifier import Outcome, score_completion
+from countdown_rl.tasks.countdown.prompts import build_prompt
+from countdown_rl.tasks.countdown.verifier import Outcome, score_completion
 
 __all__ = [
     "BudgetResult",

@@ -44,8 +44,8 @@ SIZES = {
 
 
 def _corpus(num_puzzles: int, seed: int) -> list[str]:
-    from countdown_rl.prompts import PROMPT_TEMPLATES, build_prompt
-    from countdown_rl.puzzles import generate_countdown, solver_trace
+    from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES, build_prompt
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown, solver_trace
 
     lines: list[str] = []
     for puzzle in generate_countdown(num_puzzles, seed=seed):

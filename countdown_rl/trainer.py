@@ -22,7 +22,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl import grpo
-from countdown_rl.verifier import Outcome, classify_outcome
+from countdown_rl.tasks.countdown.verifier import Outcome, classify_outcome
 
 ALGORITHMS = {
     # algorithm -> (reduction, std_normalization) it stands for
@@ -214,7 +214,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         """Correct / partial / failed fractions and the mean length of correct vs incorrect completions."""
         if not inputs or "nums" not in inputs[0] or "target" not in inputs[0]:
             return
-        from countdown_rl.rewards import completion_text
+        from countdown_rl.tasks.countdown.rewards import completion_text
 
         # correct, partial, failed, tokens of correct, tokens of incorrect: counted in Python, one tensor to gather
         counts = [0, 0, 0, 0, 0]

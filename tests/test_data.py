@@ -13,7 +13,8 @@ import sys
 import pytest
 from datasets import Dataset, DatasetDict
 
-from countdown_rl import data, puzzles
+from countdown_rl import data
+from countdown_rl.tasks.countdown import puzzles
 from countdown_rl.data import (
     dedupe_countdown,
     load_countdown,
@@ -22,7 +23,7 @@ from countdown_rl.data import (
     validate_countdown,
     write_jsonl,
 )
-from countdown_rl.prompts import build_prompt
+from countdown_rl.tasks.countdown.prompts import build_prompt
 
 N = 60
 

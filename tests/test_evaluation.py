@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from countdown_rl import evaluate as eval_cli
+from countdown_rl.commands import evaluate as eval_cli
 from countdown_rl.data import prepare_countdown, write_jsonl
 from countdown_rl.evaluation import (
     BudgetResult,
@@ -35,7 +35,7 @@ from countdown_rl.evaluation import (
     summarise,
     write_eval_outputs,
 )
-from countdown_rl.puzzles import generate_countdown, solve
+from countdown_rl.tasks.countdown.puzzles import generate_countdown, solve
 
 PUZZLES = [{"nums": [7, 7, 65], "target": 51}, {"nums": [2, 3, 4], "target": 24}, {"nums": [10, 5], "target": 2}]
 

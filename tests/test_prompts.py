@@ -1,4 +1,4 @@
-"""Tests for countdown_rl.prompts: the r1_zero and chat templates and the registry."""
+"""Tests for countdown_rl.tasks.countdown.prompts: the r1_zero and chat templates and the registry."""
 
 import os
 
@@ -6,7 +6,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # nothing in this project's tests may reach 
 
 import pytest
 
-from countdown_rl.prompts import PROMPT_TEMPLATES, build_prompt
+from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES, build_prompt
 
 
 def test_registry_names_and_kinds():

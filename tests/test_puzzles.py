@@ -1,4 +1,4 @@
-"""Tests for countdown_rl.puzzles: the exact solver, the seeded generator and solution traces."""
+"""Tests for countdown_rl.tasks.countdown.puzzles: the exact solver, the seeded generator and solution traces."""
 
 import os
 
@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import pytest
 
-from countdown_rl import puzzles
-from countdown_rl.puzzles import (
+from countdown_rl.tasks.countdown import puzzles
+from countdown_rl.tasks.countdown.puzzles import (
     generate_countdown,
     generate_with_solutions,
     search_trace,
@@ -21,7 +21,7 @@ from countdown_rl.puzzles import (
     solve_tree,
     solver_trace,
 )
-from countdown_rl.verifier import evaluate_exact, reward_fn, uses_numbers_exactly
+from countdown_rl.tasks.countdown.verifier import evaluate_exact, reward_fn, uses_numbers_exactly
 
 
 @lru_cache(maxsize=None)

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from countdown_rl import rewards
-from countdown_rl.rewards import (
+from countdown_rl.tasks.countdown import rewards
+from countdown_rl.tasks.countdown.rewards import (
     MALFORMED_ROWS_METRIC,
     REWARD_FUNCS,
     completion_text,
@@ -260,7 +260,7 @@ def test_reward_functions_pickle_round_trip(name):
 
 
 def test_rewards_import_no_torch():
-    code = "import sys; import countdown_rl.rewards; print('torch' in sys.modules)"
+    code = "import sys; import countdown_rl.tasks.countdown.rewards; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -1,4 +1,4 @@
-"""``countdown-rl train`` (``countdown_rl.train.main``) end to end on the CPU smoke recipes.
+"""``countdown-rl train`` (``countdown_rl.commands.train.main``) end to end on the CPU smoke recipes.
 
 1. Errors: everything wrong in a recipe is ONE line on stderr (``countdown-rl train: error: ...``, exit code 2, no
    traceback) before anything is loaded; a bad dataset is one line before the model is loaded. The proof is a
@@ -36,8 +36,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from countdown_rl.rewards import REWARD_FUNCS, completion_text
-from countdown_rl.train import main, parse_args, resolve_checkpoint
+from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
+from countdown_rl.commands.train import main, parse_args, resolve_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
@@ -57,7 +57,7 @@ def one_torch_thread():
 @pytest.fixture(scope="module")
 def puzzles(tmp_path_factory):
     from countdown_rl.data import write_jsonl
-    from countdown_rl.puzzles import generate_countdown
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
     path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
     write_jsonl(generate_countdown(64, seed=0), path)
@@ -470,7 +470,7 @@ def test_two_process_cpu_launch(tiny_model_dir, puzzles, tmp_path):
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
         "--main_process_port", str(free_port()),
-        "-m", "countdown_rl.train", "--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir),
+        "-m", "countdown_rl.commands.train", "--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir),
         "--dataset_name", str(puzzles), "--output_dir", str(out), "--final_eval_size", "8",
     ]
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdown_rl import verifier
-from countdown_rl.verifier import (
+from countdown_rl.tasks.countdown import verifier
+from countdown_rl.tasks.countdown.verifier import (
     CORRECT_REWARD,
     FORMAT_REWARD,
     NO_ANSWER_REWARD,
@@ -581,7 +581,7 @@ def test_reward_fn_agrees_with_score_completion(equation, prefix, closed):
 
 def test_verifier_imports_no_third_party_modules():
     code = (
-        "import sys; import countdown_rl.verifier; "
+        "import sys; import countdown_rl.tasks.countdown.verifier; "
         "print(sorted(m for m in ('torch', 'numpy', 'transformers', 'trl') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

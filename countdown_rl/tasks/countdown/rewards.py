@@ -12,7 +12,7 @@ None means "cannot score this row" (TRL turns it into NaN and leaves it out of t
    broken dataset, and guessing that ``36.0`` meant 36 would hide it. A malformed row scores None, and the
    batch's count of them goes to ``log_metric("countdown/malformed_rows", count)`` on every call (zeros
    included, so the logged mean is the mean per batch).
-3. The text is scored by ``countdown_rl.verifier``, which only looks at ``<answer>`` tags, so it does not
+3. The text is scored by ``countdown_rl.tasks.countdown.verifier``, which only looks at ``<answer>`` tags, so it does not
    matter whether the prompt template pre-filled ``<think>``.
 
 ``get_reward_funcs(["countdown", ...])`` resolves config names through ``REWARD_FUNCS``.
@@ -24,7 +24,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from countdown_rl import verifier
+from countdown_rl.tasks.countdown import verifier
 
 __all__ = [
     "MALFORMED_ROWS_METRIC",

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.data import DEFAULT_DATASET, ON_INVALID, SPLIT_METHODS
-from countdown_rl.prompts import PROMPT_TEMPLATES
+from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES
 
 PROG = "countdown-rl eval"
 ADAPTER_CONFIG = "adapter_config.json"

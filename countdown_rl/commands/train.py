@@ -1,6 +1,6 @@
 """Train a model on Countdown with GRPO or Dr.GRPO: ``countdown-rl train --config recipe.yaml [--key value ...]``.
 
-Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_rl.train --config recipe.yaml``.
+Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_rl.commands.train --config recipe.yaml``.
 
 1. Parse the recipe strictly (script, training and model arguments) and check everything that can be wrong in it
    before any model or dataset is loaded.
@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from countdown_rl.data import DEFAULT_DATASET, ON_INVALID
-from countdown_rl.prompts import PROMPT_TEMPLATES
-from countdown_rl.rewards import REWARD_FUNCS
+from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES
+from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
 
-logger = logging.getLogger("countdown_rl.train")
+logger = logging.getLogger("countdown_rl.commands.train")
 
 
 @dataclass
@@ -125,7 +125,7 @@ def parse_args(argv: list[str] | None = None):
 
 def check_recipe(script_args, training_args, model_args) -> None:
     """Everything that can be wrong in a recipe, checked before any model or dataset is loaded (one line each)."""
-    from countdown_rl.rewards import get_reward_funcs
+    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
 
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path: missing (a Hub id or a local model folder)")
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from countdown_rl.data import prepare_countdown
     from countdown_rl.model_card import RUN_INFO, write_json_atomic
-    from countdown_rl.rewards import get_reward_funcs
+    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
     from countdown_rl.trainer import CountdownGRPOTrainer
 
     set_seed(training_args.seed)
