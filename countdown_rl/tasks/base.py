@@ -133,8 +133,8 @@ def score_batch(
     ...             lambda i, text, row: float(len(text)))
     [1.0, None]
     """
-    lengths = {"completions": len(completions)}
-    for column, values in columns.items():
+    lengths = {}
+    for column, values in {"completions": completions, **columns}.items():
         if values is None:
             raise ValueError(f"{name}: needs the dataset column {column!r} (one entry per completion)")
         if not isinstance(values, Sequence) or isinstance(values, str):
@@ -251,6 +251,8 @@ class Task:
     # "train_split": ..., "test_split": ... or None}
     default_dataset: ClassVar[str]
     known_datasets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    # split_method name -> (train_end, test_end): a fixed positional split of the source rows (e.g. TinyZero's)
+    positional_splits: ClassVar[Mapping[str, tuple[int, int]]] = {}
     prompt_templates: ClassVar[Mapping[str, PromptTemplate]]
     default_template: ClassVar[str]
     default_reward_funcs: ClassVar[tuple[str, ...]]

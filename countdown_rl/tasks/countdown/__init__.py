@@ -1,0 +1,101 @@
+"""The Countdown task: reach a target from given numbers with ``+ - * /`` and parentheses, each number once.
+
+1. Rows: ``nums`` (non-negative integers) and ``target`` (an integer), checked by :func:`rewards.row_problem`
+   (the same check for loading and rewards); the same puzzle with its numbers reordered is one puzzle.
+2. Prompts: :mod:`.prompts` (``r1_zero`` plain text, ``chat`` messages).
+3. Judging: :mod:`.verifier` extracts the last ``<answer>`` and evaluates it exactly, executing nothing.
+4. Rewards: :mod:`.rewards` (``countdown``, ``countdown_subset``, ``graduated``, ``length_aware``).
+5. Offline data: :mod:`.puzzles` (a generator that keeps only solvable puzzles, and an exact solver).
+
+Option ``unary_minus`` (default false): accept a unary minus before a literal or a parenthesised group, as the
+assignment's reference verifier and TinyZero do; the default rule rejects it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from countdown_rl.tasks.base import RewardFunc, Task, Verdict
+from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES
+
+__all__ = ["DEFAULT_DATASET", "TINYZERO_BOUNDS", "TINYZERO_DATASET", "CountdownOptions", "CountdownTask"]
+
+DEFAULT_DATASET = "justinphan3110/Countdown-Tasks-3to4"
+TINYZERO_DATASET = "Jiayi-Pan/Countdown-Tasks-3to4"
+TINYZERO_BOUNDS = (327_680, 328_704)
+"""TinyZero's split of the raw row order: train = rows [0, 327680), test = rows [327680, 328704)."""
+
+
+@dataclass(frozen=True)
+class CountdownOptions:
+    """Options of the Countdown task (recipe ``task_options: [unary_minus=true]``)."""
+
+    unary_minus: bool = field(
+        default=False,
+        metadata={"help": "Accept a unary minus before a literal or a parenthesised group (-1 + 72 * 12)."},
+    )
+
+
+class CountdownTask(Task):
+    """Countdown behind the task interface.
+
+    >>> task = CountdownTask()
+    >>> task.judge("<answer>(65 - 7) - 7</answer>", {"nums": [7, 7, 65], "target": 51}).outcome.value
+    'correct'
+    >>> CountdownTask(["unary_minus=true"]).judge("<answer>-7 + 65 - 7</answer>",
+    ...                                           {"nums": [7, 7, 65], "target": 51}).reward
+    1.0
+    """
+
+    name = "countdown"
+    description = "reach the target from the given numbers with + - * / and parentheses, each number once"
+    columns = ("nums", "target")
+    default_dataset = DEFAULT_DATASET
+    known_datasets = {
+        DEFAULT_DATASET: {"config": None, "train_split": "train", "test_split": None},
+        TINYZERO_DATASET: {"config": None, "train_split": "train", "test_split": None},
+    }
+    positional_splits = {"tinyzero": TINYZERO_BOUNDS}
+    prompt_templates = PROMPT_TEMPLATES
+    default_template = "r1_zero"
+    default_reward_funcs = ("countdown",)
+    Options = CountdownOptions
+
+    def row_problem(self, row: Mapping[str, Any]) -> str | None:
+        from countdown_rl.tasks.countdown.rewards import row_problem
+
+        missing = [c for c in self.columns if c not in row]
+        if missing:
+            return f"missing column(s) {missing}"
+        return row_problem(row["nums"], row["target"])
+
+    def dedupe_key(self, row: Mapping[str, Any]) -> Hashable:
+        # The public data repeats ~40k puzzles with the numbers reordered.
+        return int(row["target"]), tuple(sorted(int(x) for x in row["nums"]))
+
+    def difficulty(self, row: Mapping[str, Any]) -> float:
+        return float(len(row["nums"]))
+
+    def judge(self, text: str, row: Mapping[str, Any]) -> Verdict:
+        from countdown_rl.tasks.countdown.verifier import score_completion
+
+        score = score_completion(
+            text, [int(x) for x in row["nums"]], int(row["target"]), unary_minus=self.options.unary_minus
+        )
+        return Verdict(score.outcome, score.equation, score.reward)
+
+    def reward_funcs(self) -> Mapping[str, RewardFunc]:
+        from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
+
+        if not self.options.unary_minus:
+            return dict(REWARD_FUNCS)
+        # partial keeps the functions picklable and TRL names them after the wrapped function.
+        return {name: functools.partial(func, unary_minus=True) for name, func in REWARD_FUNCS.items()}
+
+    def generate(self, n: int, seed: int = 0) -> list[dict[str, Any]]:
+        from countdown_rl.tasks.countdown.puzzles import generate_countdown
+
+        return generate_countdown(n, seed=seed)

@@ -12,14 +12,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Union
+from collections.abc import Sequence
+
+from countdown_rl.tasks.base import Prompt, PromptTemplate
 
 __all__ = ["PROMPT_TEMPLATES", "Prompt", "PromptTemplate", "build_prompt", "task_text"]
-
-# A plain-text prompt, or conversational messages ({"role": ..., "content": ...}) as TRL expects them.
-Prompt = Union[str, list[dict[str, str]]]
 
 R1_ZERO_PREAMBLE = (
     "A conversation between User and Assistant. The User asks a question and the Assistant solves it: "
@@ -63,21 +60,13 @@ def _chat(nums: Sequence[int], target: int) -> list[dict[str, str]]:
     ]
 
 
-@dataclass(frozen=True)
-class PromptTemplate:
-    """A named way to render a puzzle; ``conversational`` says whether it yields chat messages."""
-
-    name: str
-    conversational: bool
-    render: Callable[[Sequence[int], int], Prompt]
-    description: str
-
-
 PROMPT_TEMPLATES: dict[str, PromptTemplate] = {
     t.name: t
     for t in (
-        PromptTemplate("r1_zero", False, _r1_zero, "plain-text R1-Zero transcript ending with an open <think>"),
-        PromptTemplate("chat", True, _chat, "system + user messages for instruct (chat-template) models"),
+        PromptTemplate("r1_zero", False, lambda row: _r1_zero(row["nums"], row["target"]),
+                       "plain-text R1-Zero transcript ending with an open <think>"),
+        PromptTemplate("chat", True, lambda row: _chat(row["nums"], row["target"]),
+                       "system + user messages for instruct (chat-template) models"),
     )
 }
 """Templates by name: ``"r1_zero"`` (plain text) and ``"chat"`` (conversational)."""
@@ -95,4 +84,4 @@ def build_prompt(nums: Sequence[int], target: int, template: str = "r1_zero") ->
         spec = PROMPT_TEMPLATES[template]
     except (KeyError, TypeError):
         raise ValueError(f"unknown prompt template {template!r}; choose one of {sorted(PROMPT_TEMPLATES)}") from None
-    return spec.render(nums, target)
+    return spec.render({"nums": nums, "target": target})

@@ -6,14 +6,15 @@ None means "cannot score this row" (TRL turns it into NaN and leaves it out of t
 
 1. Each completion becomes text: a plain string as is, a conversational completion (a list of messages) as the
    content of its last assistant message.
-2. Each ground-truth row (the ``nums`` and ``target`` dataset columns) is validated: ``nums`` a non-empty list
-   of non-negative ints, ``target`` an int. Python ints and NumPy integer scalars are accepted (through
+2. Each ground-truth row (the ``nums`` and ``target`` dataset columns) is validated by :func:`row_problem`, the
+   same check dataset loading uses: ``nums`` a non-empty list of non-negative ints, ``target`` an int. Python ints and NumPy integer scalars are accepted (through
    ``operator.index``); bools and floats are not -- an int column never decodes to a float, so a float means a
    broken dataset, and guessing that ``36.0`` meant 36 would hide it. A malformed row scores None, and the
    batch's count of them goes to ``log_metric("countdown/malformed_rows", count)`` on every call (zeros
    included, so the logged mean is the mean per batch).
-3. The text is scored by ``countdown_rl.tasks.countdown.verifier``, which only looks at ``<answer>`` tags, so it does not
-   matter whether the prompt template pre-filled ``<think>``.
+3. The text is scored by ``countdown_rl.tasks.countdown.verifier``, which only looks at ``<answer>`` tags, so it
+   does not matter whether the prompt template pre-filled ``<think>``. ``unary_minus=True`` (the task option,
+   bound with ``functools.partial``, which TRL names after the wrapped function) accepts ``-1 + 72 * 12``.
 
 ``get_reward_funcs(["countdown", ...])`` resolves config names through ``REWARD_FUNCS``.
 """
@@ -24,6 +25,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from countdown_rl.tasks.base import completion_text, score_batch
 from countdown_rl.tasks.countdown import verifier
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "get_reward_funcs",
     "graduated_reward",
     "length_aware_reward",
+    "row_problem",
 ]
 
 MALFORMED_ROWS_METRIC = "countdown/malformed_rows"
@@ -42,34 +45,6 @@ MALFORMED_ROWS_METRIC = "countdown/malformed_rows"
 
 # score_row(index, completion text, validated numbers, validated target) -> reward
 _RowScorer = Callable[[int, str, list[int], int], float]
-
-
-def completion_text(completion: Any) -> str:
-    """The text of one completion: a string as is, or the last assistant message's content.
-
-    Content given as a list of parts contributes its ``{"type": "text"}`` parts; missing content is "".
-
-    >>> completion_text("<answer>1 + 2</answer>")
-    '<answer>1 + 2</answer>'
-    >>> completion_text([{"role": "assistant", "content": "<answer>1 + 2</answer>"}])
-    '<answer>1 + 2</answer>'
-    """
-    if isinstance(completion, str):
-        return completion
-    if not isinstance(completion, list):
-        # The trainer's data, not model text: a wrong shape is a bug to surface, not a zero reward.
-        raise TypeError(f"a completion must be a str or a list of messages, got {type(completion).__name__}")
-    for message in reversed(completion):
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "".join(
-                    part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
-                )
-            return ""
-    return ""
 
 
 def _as_int(value: Any) -> int | None:
@@ -84,23 +59,40 @@ def _as_int(value: Any) -> int | None:
 
 def _parse_row(nums: Any, target: Any) -> tuple[list[int], int] | None:
     """The validated ``(numbers, target)`` of one ground-truth row, or None when it is malformed."""
+    return None if row_problem(nums, target) else (_numbers(nums), operator.index(target))
+
+
+def _numbers(nums: Any) -> list[int]:
+    items = nums.tolist() if hasattr(nums, "tolist") and not isinstance(nums, (list, tuple)) else nums
+    return [operator.index(item) for item in items]
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def row_problem(nums: Any, target: Any) -> str | None:
+    """Why ``(nums, target)`` is not a Countdown puzzle, or None: the one check that loading and rewards share.
+
+    ``nums`` must be a non-empty list (or 1-D array) of non-negative integers and ``target`` an integer.
+
+    >>> row_problem([7, 7, 65], 51) is None, row_problem([7, -7], 0)
+    (True, "'nums' is [7, -7], expected a non-empty list of non-negative integers")
+    """
     if isinstance(nums, (list, tuple)):
         items = nums
     elif getattr(nums, "ndim", None) == 1 and hasattr(nums, "tolist"):  # a 1-D numpy array (numpy format)
         items = nums.tolist()
     else:
-        return None
-    numbers = []
-    for item in items:
-        number = _as_int(item)
-        # A negative number cannot be written without a unary minus, so the puzzle could never be solved.
-        if number is None or number < 0:
-            return None
-        numbers.append(number)
-    target_int = _as_int(target)
-    if not numbers or target_int is None:
-        return None
-    return numbers, target_int
+        items = None
+    # A negative number cannot be written without a unary minus, so the puzzle could never be solved under the
+    # default rule; no generator produces one.
+    if not items or any(_as_int(item) is None or _as_int(item) < 0 for item in items):
+        return f"'nums' is {_show(nums)}, expected a non-empty list of non-negative integers"
+    if _as_int(target) is None:
+        return f"'target' is {_show(target)}, expected an integer"
+    return None
 
 
 def _score_rows(
@@ -112,36 +104,24 @@ def _score_rows(
     score_row: _RowScorer,
     **other_columns: Sequence[Any] | None,
 ) -> list[float | None]:
-    """The loop shared by every reward: check lengths, validate rows, score, log the malformed count."""
+    """The loop shared by every Countdown reward (``score_batch`` with the Countdown row check)."""
     if "numbers_rule" in kwargs:
         raise TypeError(f"{name} takes no numbers_rule; use the 'countdown_subset' reward for the subset rule")
-    columns = {"completions": completions, "nums": nums, "target": target, **other_columns}
-    lengths = {}
-    for column, values in columns.items():
-        if not isinstance(values, Sequence) or isinstance(values, str):
-            raise TypeError(f"{name}: {column} must be a list (one entry per completion), got {type(values).__name__}")
-        lengths[column] = len(values)
-    if len(set(lengths.values())) > 1:
-        described = ", ".join(f"{column}={length}" for column, length in lengths.items())
-        raise ValueError(f"{name}: mismatched batch lengths ({described}); expected one row per completion")
-
-    rewards: list[float | None] = []
-    malformed = 0
-    for index, (completion, row_nums, row_target) in enumerate(zip(completions, nums, target)):
-        row = _parse_row(row_nums, row_target)
-        if row is None:
-            malformed += 1
-            rewards.append(None)
-        else:
-            rewards.append(score_row(index, completion_text(completion), row[0], row[1]))
-    log_metric = kwargs.get("log_metric")
-    if callable(log_metric):
-        log_metric(MALFORMED_ROWS_METRIC, malformed)
-    return rewards
+    columns = {"nums": nums, "target": target, **other_columns}
+    return score_batch(
+        name,
+        completions,
+        columns,
+        lambda row: row_problem(row["nums"], row["target"]),
+        lambda index, text, row: score_row(index, text, _numbers(row["nums"]), operator.index(row["target"])),
+        log_metric=kwargs.get("log_metric"),
+        malformed_metric=MALFORMED_ROWS_METRIC,
+    )
 
 
 def countdown_reward(
-    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], **kwargs: Any
+    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], *, unary_minus: bool = False,
+    **kwargs: Any,
 ) -> list[float | None]:
     """Binary Countdown reward, exact-numbers rule: 1.0 correct, 0.1 answer tag but wrong, 0.0 no tag.
 
@@ -151,13 +131,14 @@ def countdown_reward(
     """
 
     def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
-        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact")
+        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact", unary_minus=unary_minus)
 
     return _score_rows("countdown_reward", completions, nums, target, kwargs, score)
 
 
 def countdown_reward_subset(
-    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], **kwargs: Any
+    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], *, unary_minus: bool = False,
+    **kwargs: Any,
 ) -> list[float | None]:
     """``countdown_reward`` under the original assignment's rule: each number used AT MOST once.
 
@@ -167,13 +148,14 @@ def countdown_reward_subset(
     """
 
     def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
-        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "subset")
+        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "subset", unary_minus=unary_minus)
 
     return _score_rows("countdown_reward_subset", completions, nums, target, kwargs, score)
 
 
 def graduated_reward(
-    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], **kwargs: Any
+    completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], *, unary_minus: bool = False,
+    **kwargs: Any,
 ) -> list[float | None]:
     """Partial credit (``verifier.graduated_reward``): 1.0 / 0.7 / 0.5 / 0.3 / 0.1 / 0.0, exact-numbers rule.
 
@@ -183,7 +165,7 @@ def graduated_reward(
     """
 
     def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
-        return verifier.graduated_reward(text, {"numbers": numbers, "target": row_target}, "exact")
+        return verifier.graduated_reward(text, {"numbers": numbers, "target": row_target}, "exact", unary_minus=unary_minus)
 
     return _score_rows("graduated_reward", completions, nums, target, kwargs, score)
 
@@ -193,6 +175,8 @@ def length_aware_reward(
     nums: Sequence[Any],
     target: Sequence[Any],
     completion_ids: Sequence[Sequence[int]] | None = None,
+    *,
+    unary_minus: bool = False,
     **kwargs: Any,
 ) -> list[float | None]:
     """``countdown_reward`` times ``verifier.length_factor(len(completion_ids[i]))`` (shorter is better).
@@ -208,7 +192,7 @@ def length_aware_reward(
         )
 
     def score(index: int, text: str, numbers: list[int], row_target: int) -> float:
-        base = verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact")
+        base = verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact", unary_minus=unary_minus)
         return base * verifier.length_factor(len(completion_ids[index]))
 
     return _score_rows(

@@ -1,4 +1,4 @@
-"""Exact, safe verifier for the Countdown task (pure Python, standard library only).
+"""Exact, safe verifier for the Countdown task (pure Python: the standard library and the task interface).
 
 A completion is scored in four steps:
 
@@ -12,6 +12,11 @@ A completion is scored in four steps:
    ``fractions.Fraction``. Anything else (unary signs, ``**``, ``//``, ``%``, decimals, implicit
    multiplication, names, Unicode operators or digits, division by zero) is "unevaluable". Model text is never
    handed to the Python interpreter.
+
+   ``unary_minus=True`` (off by default) also accepts a unary minus before a literal or a parenthesised group
+   (``-1 + 72 * 12``, ``2 * -(3 - 1)``, ``--3``), binding tighter than ``*`` and ``/`` as in Python: the rule of
+   the assignment's reference verifier and TinyZero, which evaluate the whitelisted text with Python. A unary
+   plus stays rejected (the reference whitelist allows it, but no generator writes it).
 4. Score: numbers valid and value == target (exact Fraction comparison) -> CORRECT, reward 1.0; a tag but
    anything else wrong -> PARTIAL, reward 0.1.
 
@@ -29,10 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum
 from fractions import Fraction
 from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
 from typing import Any
+
+from countdown_rl.tasks.base import Outcome  # correct / partial / failed, shared by every task
 
 __all__ = [
     "CORRECT_REWARD",
@@ -84,24 +90,12 @@ _ALLOWED = _regex(r"[0-9+\-*/() \t\n\r\f\v]*")
 # After the whitelist, the tokens are digit runs and single operator/paren characters; whitespace only
 # separates tokens, so "2 3" becomes two adjacent literals, which the parser rejects.
 _TOKEN = _regex(r"[0-9]+|[-+*/()]")
+_NEG = "neg"  # unary minus on the operator stack: a prefix operator binding tighter than * and /
 # [0-9], not \d: \d also matches Unicode digits such as U+0663.
 _DIGIT_RUN = _regex(r"[0-9]+")
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, _NEG: 3}
 
 
-class Outcome(str, Enum):
-    """How a completion fared.
-
-    >>> Outcome.CORRECT == "correct"
-    True
-    """
-
-    CORRECT = "correct"
-    """Complete answer tag, numbers valid, value equals the target."""
-    PARTIAL = "partial"
-    """Complete answer tag, but the equation is wrong, unevaluable or uses the wrong numbers."""
-    FAILED = "failed"
-    """No complete answer tag."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +212,11 @@ def _too_wide(value: int | Fraction) -> bool:
 
 
 def _reduce(op: str, values: list) -> bool:
-    """Apply ``op`` to the top two values in place; False on division by zero or a too-wide result."""
+    """Apply ``op`` to the top two values (one for a unary minus) in place; False on division by zero or a
+    too-wide result."""
+    if op == _NEG:
+        values[-1] = -values[-1]  # same width: no check needed
+        return True
     right = values.pop()
     left = values[-1]
     if op == "+":
@@ -242,7 +240,7 @@ def _reduce(op: str, values: list) -> bool:
     return True
 
 
-def _evaluate(equation: Any) -> int | Fraction | None:
+def _evaluate(equation: Any, unary_minus: bool = False) -> int | Fraction | None:
     """The parser behind ``evaluate_exact``; the value is a plain int unless a division was inexact."""
     if not isinstance(equation, str) or len(equation) > MAX_EQUATION_CHARS:
         return None
@@ -260,6 +258,9 @@ def _evaluate(equation: Any) -> int | Fraction | None:
                     return None
                 values.append(int(token))
                 expect_operand = False
+            elif token == "-" and unary_minus:
+                # Prefix operator: nothing to reduce before it; it waits on the stack for its operand.
+                ops.append(_NEG)
             else:  # an operator (unary sign, "**", "//") or ")" (as in "()" or "1 + )") where an operand belongs
                 return None
         elif token == ")":
@@ -288,7 +289,7 @@ def _evaluate(equation: Any) -> int | Fraction | None:
     return values[0]
 
 
-def evaluate_exact(equation: Any) -> Fraction | None:
+def evaluate_exact(equation: Any, *, unary_minus: bool = False) -> Fraction | None:
     """Exact value of an arithmetic expression, or None when it is not one (see the module docstring).
 
     Grammar: ``expr := term (("+" | "-") term)*``, ``term := factor (("*" | "/") factor)*``,
@@ -300,12 +301,14 @@ def evaluate_exact(equation: Any) -> Fraction | None:
     (Fraction(3, 1), Fraction(14, 1))
     >>> evaluate_exact("-5 + 10") is None, evaluate_exact("2 ** 3") is None, evaluate_exact("1 / 0") is None
     (True, True, True)
+    >>> evaluate_exact("-5 + 10", unary_minus=True), evaluate_exact("2 * -(3 - 1)", unary_minus=True)
+    (Fraction(5, 1), Fraction(-4, 1))
     """
-    value = _evaluate(equation)
+    value = _evaluate(equation, unary_minus)
     return None if value is None else Fraction(value)
 
 
-def evaluate_equation(equation: Any) -> float | None:
+def evaluate_equation(equation: Any, *, unary_minus: bool = False) -> float | None:
     """``evaluate_exact`` as a float (for display and closeness tests; compare exact values for correctness).
 
     >>> evaluate_equation("(65 - 7) - 7")
@@ -313,7 +316,7 @@ def evaluate_equation(equation: Any) -> float | None:
     >>> evaluate_equation("7.5 * 2") is None
     True
     """
-    value = evaluate_exact(equation)
+    value = evaluate_exact(equation, unary_minus=unary_minus)
     # MAX_VALUE_BITS < 1024 guarantees float() neither overflows nor underflows to zero.
     return None if value is None else float(value)
 
@@ -323,7 +326,9 @@ def evaluate_equation(equation: Any) -> float | None:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def score_completion(text: Any, numbers: Iterable[int], target: int, numbers_rule: str = "exact") -> Score:
+def score_completion(
+    text: Any, numbers: Iterable[int], target: int, numbers_rule: str = "exact", *, unary_minus: bool = False
+) -> Score:
     """Extract, check and evaluate the answer in ``text``; the binary reward and the facts behind it.
 
     >>> s = score_completion("<answer>(79 + 60) + 17</answer>", [79, 17, 60], 36)
@@ -335,22 +340,26 @@ def score_completion(text: Any, numbers: Iterable[int], target: int, numbers_rul
     if equation is None:
         return Score(Outcome.FAILED, NO_ANSWER_REWARD, None, None, False)
     numbers_ok = _numbers_ok(equation, numbers, numbers_rule)
-    value = evaluate_exact(equation)
+    value = evaluate_exact(equation, unary_minus=unary_minus)
     if numbers_ok and value is not None and value == target:
         return Score(Outcome.CORRECT, CORRECT_REWARD, equation, value, True)
     return Score(Outcome.PARTIAL, FORMAT_REWARD, equation, value, numbers_ok)
 
 
-def classify_outcome(text: Any, numbers: Iterable[int], target: int, numbers_rule: str = "exact") -> Outcome:
+def classify_outcome(
+    text: Any, numbers: Iterable[int], target: int, numbers_rule: str = "exact", *, unary_minus: bool = False
+) -> Outcome:
     """CORRECT, PARTIAL (tag present, answer wrong) or FAILED (no tag).
 
     >>> classify_outcome("The final answer is 62.", [79, 17, 60], 36)
     <Outcome.FAILED: 'failed'>
     """
-    return score_completion(text, numbers, target, numbers_rule).outcome
+    return score_completion(text, numbers, target, numbers_rule, unary_minus=unary_minus).outcome
 
 
-def reward_fn(generated_text: Any, ground_truth: Mapping[str, Any], numbers_rule: str = "exact") -> float:
+def reward_fn(
+    generated_text: Any, ground_truth: Mapping[str, Any], numbers_rule: str = "exact", *, unary_minus: bool = False
+) -> float:
     """1.0 correct, 0.1 answer tag present but wrong, 0.0 no tag; ``ground_truth = {"numbers", "target"}``.
 
     Same result as ``score_completion(...).reward``, minus the work that cannot change it.
@@ -369,13 +378,15 @@ def reward_fn(generated_text: Any, ground_truth: Mapping[str, Any], numbers_rule
     if not _numbers_ok(equation, ground_truth["numbers"], numbers_rule):
         return FORMAT_REWARD
     # The int-or-Fraction value compares exactly with the int target; no Fraction wrapper needed.
-    value = _evaluate(equation)
+    value = _evaluate(equation, unary_minus)
     if value is not None and value == ground_truth["target"]:
         return CORRECT_REWARD
     return FORMAT_REWARD
 
 
-def graduated_reward(generated_text: Any, ground_truth: Mapping[str, Any], numbers_rule: str = "exact") -> float:
+def graduated_reward(
+    generated_text: Any, ground_truth: Mapping[str, Any], numbers_rule: str = "exact", *, unary_minus: bool = False
+) -> float:
     """Partial credit for near misses: 1.0 correct; with valid numbers 0.7 within 10% of the target,
     0.5 within 50%, else 0.3 (also when unevaluable); 0.1 tag only; 0.0 no tag.
 
@@ -384,7 +395,9 @@ def graduated_reward(generated_text: Any, ground_truth: Mapping[str, Any], numbe
     ...  for eq in ["10 + 8 + 2", "10 * 2 - 8", "10 * 8 / 2", "10 + 8 + 2 +", "10 + 10"]]
     [0.7, 0.5, 0.3, 0.3, 0.1]
     """
-    score = score_completion(generated_text, ground_truth["numbers"], ground_truth["target"], numbers_rule)
+    score = score_completion(
+        generated_text, ground_truth["numbers"], ground_truth["target"], numbers_rule, unary_minus=unary_minus
+    )
     if score.outcome is not Outcome.PARTIAL:
         return score.reward
     if not score.numbers_ok:
