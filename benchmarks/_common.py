@@ -42,7 +42,7 @@ PHASE_METHODS = {
     "gen_and_score": "_generate_and_score_completions",
     "generate": "_generate_single_turn",
     "rewards": "_calculate_rewards",
-    "outcomes": "_log_countdown_outcomes",  # ours only: Countdown outcome classification (inside "rewards")
+    "outcomes": "_log_outcomes",  # ours only: the task's outcome classification (inside "rewards")
     "loss": "compute_loss",  # forward + loss, without backward (inside "training_step")
     "log": "log",  # TRL's metric logging, called just after on_step_end: charged to the step that ended
 }
@@ -79,11 +79,10 @@ def countdown_dataset(n: int, seed: int = 0, template: str = "r1_zero"):
     """``n`` generated puzzles with a ``prompt`` column (``datasets.Dataset``), deterministic for a seed."""
     from datasets import Dataset
 
-    from countdown_rl.tasks.countdown.prompts import build_prompt
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+    from countdown_rl.tasks import get_task
 
-    rows = generate_countdown(n, seed=seed)
-    return Dataset.from_list([{**row, "prompt": build_prompt(row["nums"], row["target"], template)} for row in rows])
+    task = get_task("countdown")
+    return Dataset.from_list([{**row, "prompt": task.prompt(row, template)} for row in task.generate(n, seed=seed)])
 
 
 def dense_toy_reward(completions, completion_ids, **kwargs) -> list[float]:
@@ -93,15 +92,10 @@ def dense_toy_reward(completions, completion_ids, **kwargs) -> list[float]:
 
 def reward_funcs(names: Sequence[str]) -> list[Callable]:
     """Reward functions by name: ``countdown`` (the project's) and/or ``dense`` (``dense_toy_reward``)."""
-    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
+    from countdown_rl.tasks import get_task
 
-    funcs = []
-    for name in names:
-        if name == "dense":
-            funcs.append(dense_toy_reward)
-        else:
-            funcs.extend(get_reward_funcs([name]))
-    return funcs
+    task = get_task("countdown")
+    return [dense_toy_reward if name == "dense" else task.get_reward_funcs([name])[0] for name in names]
 
 
 def build_trainer(kind: str, algorithm: str, *, model, tokenizer, dataset, rewards, callbacks=(), peft_config=None,
@@ -120,14 +114,15 @@ def build_trainer(kind: str, algorithm: str, *, model, tokenizer, dataset, rewar
         raise ValueError(f"kind must be one of {TRAINER_KINDS}, got {kind!r}")
     common = dict(report_to="none", disable_tqdm=True, save_strategy="no", log_completions=False)
     common.update(config_kwargs)
-    if kind == "ours":
-        trainer_cls, config = CountdownGRPOTrainer, CountdownGRPOConfig(algorithm=algorithm, **common)
+    from countdown_rl.tasks import get_task
+
+    kwargs = dict(model=model, reward_funcs=list(rewards), train_dataset=dataset, processing_class=tokenizer,
+                  callbacks=list(callbacks), peft_config=peft_config)
+    if kind == "ours":  # with the task, as `countdown-rl train` builds it: outcome metrics included
+        trainer = CountdownGRPOTrainer(args=CountdownGRPOConfig(algorithm=algorithm, **common),
+                                       task=get_task("countdown"), **kwargs)
     else:
-        trainer_cls, config = GRPOTrainer, GRPOConfig(**STOCK_EQUIVALENT[algorithm], **common)
-    trainer = trainer_cls(
-        model=model, reward_funcs=list(rewards), args=config, train_dataset=dataset, processing_class=tokenizer,
-        callbacks=list(callbacks), peft_config=peft_config,
-    )
+        trainer = GRPOTrainer(args=GRPOConfig(**STOCK_EQUIVALENT[algorithm], **common), **kwargs)
     for callback in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(callback)
     return trainer

@@ -36,7 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from countdown_rl import demo  # noqa: E402  (light: heavy imports happen inside its functions)
+from countdown_rl import demo  # noqa: E402
+from countdown_rl.algorithms import ALGORITHMS, display_name  # noqa: E402
+from countdown_rl.runs import read_run_record  # noqa: E402  (light: heavy imports happen inside its functions)
 
 BUDGETS = (40, 48, 64)
 # The SFT start: search traces (1-2 wrong attempts, then the solution), which the budgets cut as 256 / 512 tokens
@@ -70,10 +72,13 @@ def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
     """The final result of a run made with exactly these settings and SFT model, or None."""
     from countdown_rl.evaluation import read_eval
 
-    info = demo._read_json(run_dir / "run_info.json")
-    if not (run_dir / "eval" / "eval.json").is_file() or not isinstance(info, dict):
+    try:
+        record = read_run_record(run_dir)
+    except ValueError:
         return None
-    if info.get("replication") != json.loads(json.dumps(_identity(config, warm))):
+    if not (run_dir / "eval" / "eval.json").is_file() or record is None:
+        return None
+    if record.extra.get("replication") != json.loads(json.dumps(_identity(config, warm))):
         return None
     return read_eval(run_dir / "eval")["results"][0]
 
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--output-dir {args.output_dir} exists and is not a folder")
     budgets = sorted(set(args.budgets))
     base = replication_config(args)
-    demo._setup_environment(base.num_threads)
+    demo.setup_environment(base.num_threads)
     out = Path(base.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     warm = demo.warm_start(base)
     zero = {r.max_tokens: r for r in demo.zero_shot_stage(base, warm, budgets)}
     rows, run_dirs = [], []
-    for algorithm in demo.ALGORITHMS:
+    for algorithm in ALGORITHMS:
         for budget in budgets:
             config = replace(base, algorithm=algorithm, max_completion_length=budget)
             run_dir = out / f"{algorithm}-{budget}"
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             t = time.time()
             result = _finished(run_dir, config, warm) if config.resume else None
             if result is None:
-                demo._prepare_run_dir(run_dir, config.resume)
+                demo.prepare_run_dir(run_dir, config.resume)
                 trained = demo.rl_stage(config, warm, run_dir, run_info={"replication": _identity(config, warm)})
                 result = trained["result"]
             else:
@@ -119,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"algorithm": algorithm, "budget": budget, "zero_shot": before.to_dict(),
                          "trained": result.to_dict(), "improvement_points": 100 * (result.accuracy - before.accuracy),
                          "seconds": round(time.time() - t, 1)})
-            print(f"{demo.ALGORITHM_NAMES[algorithm]} at {budget} tokens: {100 * before.accuracy:.1f}% -> "
+            print(f"{display_name(algorithm)} at {budget} tokens: {100 * before.accuracy:.1f}% -> "
                   f"{100 * result.accuracy:.1f}% ({rows[-1]['improvement_points']:+.1f} points)", flush=True)
 
-    from countdown_rl.model_card import write_json_atomic
+    from countdown_rl.files import write_json_atomic
     from countdown_rl.report import write_report
 
     write_report(run_dirs, out / "report")
@@ -141,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{base.grpo_steps} RL steps per run, seed {base.seed} ==")
     print(table)
     print(f"\nevery RL stage improved held-out accuracy: {'yes' if improved else 'NO'}")
-    print(f"best: {demo.ALGORITHM_NAMES[best['algorithm']]} at {best['budget']} tokens, "
+    print(f"best: {display_name(best['algorithm'])} at {best['budget']} tokens, "
           f"{best['improvement_points']:+.1f} points over the SFT start (goal >= {GOAL_POINTS:.0f}: "
           f"{'met' if best['improvement_points'] >= GOAL_POINTS else 'NOT met'})")
     print(f"total {summary['total_seconds']:.0f} s; files: {out / RESULTS_FILE}, report: {out / 'report'}")
@@ -150,10 +155,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def render_table(rows: list[dict]) -> str:
     """The first report's table: one row per algorithm and budget."""
-    from countdown_rl.evaluation import format_number, format_percent, render_markdown_table
+    from countdown_rl.files import format_number, format_percent, render_markdown_table
 
     body = [
-        [demo.ALGORITHM_NAMES[r["algorithm"]], r["budget"], format_percent(r["zero_shot"]["accuracy"]),
+        [display_name(r["algorithm"]), r["budget"], format_percent(r["zero_shot"]["accuracy"]),
          format_percent(r["trained"]["accuracy"]), f"{r['improvement_points']:+.1f}",
          f"{r['trained']['correct']} / {r['trained']['partial']} / {r['trained']['failed']}",
          format_number(r["trained"]["mean_tokens"])]

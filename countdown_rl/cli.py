@@ -7,7 +7,6 @@ Each entry point is ``module:function`` taking ``argv: list[str] | None`` and re
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from importlib import import_module
 
@@ -15,10 +14,10 @@ from importlib import import_module
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("countdown_rl.commands.train:main", "train with GRPO / Dr.GRPO from a recipe (TRL --config YAML + --key value)"),
     "eval": ("countdown_rl.commands.evaluate:main", "evaluate a model, checkpoint, adapter or Hub id on held-out puzzles"),
-    "report": ("countdown_rl.report:main", "tables and plots from one or more run directories"),
-    "generate": ("countdown_rl.cli:generate_main", "write solvable Countdown puzzles to a JSONL file"),
-    "verify": ("countdown_rl.cli:verify_main", "score one completion against numbers and a target"),
-    "demo": ("countdown_rl.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
+    "report": ("countdown_rl.commands.report:main", "tables and plots from one or more run directories"),
+    "generate": ("countdown_rl.commands.generate:main", "write a task's offline rows (e.g. solvable puzzles) to JSONL"),
+    "verify": ("countdown_rl.commands.verify:main", "judge one completion against a task's row (answer, outcome, reward)"),
+    "demo": ("countdown_rl.commands.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
 }
 
 
@@ -27,7 +26,7 @@ def _top_level_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="countdown-rl",
-        description="GRPO and Dr.GRPO on the Countdown task, built on Hugging Face TRL.",
+        description="GRPO and Dr.GRPO on Countdown and other verifiable tasks, built on Hugging Face TRL.",
         epilog="Run 'countdown-rl COMMAND --help' for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"countdown-rl {__version__}")
@@ -35,41 +34,6 @@ def _top_level_parser() -> argparse.ArgumentParser:
     for name, (_, help_text) in COMMANDS.items():
         commands.add_parser(name, help=help_text, add_help=False)
     return parser
-
-
-def generate_main(argv: list[str] | None = None) -> int:
-    """``countdown-rl generate N --out puzzles.jsonl``: solvable puzzles from the offline generator."""
-    from countdown_rl.data import write_jsonl
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
-
-    parser = argparse.ArgumentParser(prog="countdown-rl generate", description=generate_main.__doc__)
-    parser.add_argument("n", type=int, help="number of puzzles")
-    parser.add_argument("--out", required=True, help="output .jsonl path (columns nums, target)")
-    parser.add_argument("--seed", type=int, default=0, help="generator seed")
-    args = parser.parse_args(argv)
-    if args.n <= 0:
-        parser.error(f"n must be positive, got {args.n}")
-    write_jsonl(generate_countdown(args.n, seed=args.seed), args.out)
-    print(f"wrote {args.n} puzzles to {args.out}")
-    return 0
-
-
-def verify_main(argv: list[str] | None = None) -> int:
-    """``countdown-rl verify --nums 7 7 65 --target 51 TEXT``: extracted answer, value, outcome and reward."""
-    from countdown_rl.tasks.countdown.verifier import score_completion
-
-    parser = argparse.ArgumentParser(prog="countdown-rl verify", description=verify_main.__doc__)
-    parser.add_argument("text", help="the completion (use - to read standard input)")
-    parser.add_argument("--nums", type=int, nargs="+", required=True, help="the given numbers")
-    parser.add_argument("--target", type=int, required=True, help="the target")
-    parser.add_argument("--numbers-rule", choices=["exact", "subset"], default="exact")
-    args = parser.parse_args(argv)
-    text = sys.stdin.read() if args.text == "-" else args.text
-    score = score_completion(text, args.nums, args.target, numbers_rule=args.numbers_rule)
-    value = None if score.value is None else str(score.value)
-    print(json.dumps({"equation": score.equation, "value": value, "outcome": str(score.outcome.value),
-                      "reward": score.reward}))
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

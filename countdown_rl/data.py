@@ -1,20 +1,21 @@
-"""Countdown datasets: load, validate, dedupe, split and add prompts.
+"""Datasets for any task: load, validate, filter, dedupe, split and add prompts.
 
-1. Load rows with ``nums`` (list of ints) and ``target`` (int) from a Hub id, a local ``.jsonl`` / ``.json`` /
-   ``.parquet`` file, a folder saved with ``save_to_disk``, or a folder of such files (:func:`load_countdown`).
-2. Validate every row: ``nums`` a non-empty list of ints and ``target`` an int (a bool is not an int). A bad
-   row raises a one-line ``ValueError`` naming the row and the source, or with ``on_invalid="drop"`` is
-   dropped, counted and logged.
-3. Dedupe on ``(target, sorted nums)`` keeping the first occurrence: the public data repeats ~40k puzzles
-   with the numbers reordered (:func:`dedupe_countdown`).
-4. Split into train and test with no puzzle on both sides (:func:`split_countdown`): a seeded random
-   hold-out of the deduped rows, or TinyZero's positional split of the raw row order.
-5. Add a ``prompt`` column from :mod:`countdown_rl.tasks.countdown.prompts`, keeping ``nums`` and ``target``: TRL passes
-   extra columns to reward functions as keyword arguments (:func:`prepare_countdown`).
+1. Load source rows from a Hub id (with its config), a local ``.jsonl`` / ``.json`` / ``.parquet`` file, a folder
+   saved with ``save_to_disk``, a folder of such files, or ``generated`` (the task's offline generator).
+2. Validate every row with the task: ``task.prepare_row`` (the source layout -> the task's columns, e.g. GSM8K's
+   gold number after ``####``), then ``task.row_problem``, the same check the task's rewards make. A bad row
+   raises a one-line ``ValueError`` naming the source and the row (and the file line), or with
+   ``on_invalid="drop"`` is dropped, counted and logged.
+3. Keep the rows the task's options select (``task.filter_row``, e.g. MATH levels); none left is an error.
+4. Dedupe on ``task.dedupe_key`` keeping the first occurrence, and split with no problem on both sides: a seeded
+   random hold-out, the source's own evaluation split (``eval_dataset_split``), or a task's positional split
+   (Countdown's ``tinyzero``).
+5. Add a ``prompt`` column rendered by the task's template, keeping the task's columns next to it: TRL passes
+   extra columns to reward functions as keyword arguments.
 
-JSON files are parsed here rather than by Arrow, because Arrow coerces a column to one type (one ``3.5``
-turns every target into a float) and so could not say which row is bad. ``datasets`` is imported inside
-the functions so that importing this module stays cheap.
+JSON files are parsed here rather than by Arrow, because Arrow coerces a column to one type (one ``3.5`` turns
+every target into a float) and so could not say which row is bad. ``datasets`` is imported inside the functions
+so that importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -25,48 +26,35 @@ import os
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES, build_prompt
-from countdown_rl.tasks.countdown.puzzles import generate_countdown, generate_with_solutions, solve, solver_trace
+from countdown_rl.tasks import DEFAULT_TASK, TASKS, get_task
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
+    from countdown_rl.tasks.base import Task
+
 __all__ = [
-    "DEFAULT_DATASET",
-    "KNOWN_DATASETS",
-    "TINYZERO_BOUNDS",
-    "TINYZERO_DATASET",
-    "CountdownDataInfo",
-    "dedupe_countdown",
-    "generate_countdown",
-    "generate_with_solutions",
-    "load_countdown",
-    "prepare_countdown",
-    "solve",
-    "solver_trace",
-    "split_countdown",
-    "validate_countdown",
+    "GENERATED",
+    "ON_INVALID",
+    "DataArguments",
+    "DataInfo",
+    "dedupe",
+    "load_rows",
+    "prepare_data",
+    "prepare_dataset",
+    "split_rows",
     "write_jsonl",
 ]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_DATASET = "justinphan3110/Countdown-Tasks-3to4"
-TINYZERO_DATASET = "Jiayi-Pan/Countdown-Tasks-3to4"
-KNOWN_DATASETS = (DEFAULT_DATASET, TINYZERO_DATASET)
-"""Hub datasets with columns ``nums`` (list[int]) and ``target`` (int), one ``train`` split."""
-
-TINYZERO_TRAIN_SIZE = 327_680
-TINYZERO_TEST_SIZE = 1_024
-TINYZERO_BOUNDS = (TINYZERO_TRAIN_SIZE, TINYZERO_TRAIN_SIZE + TINYZERO_TEST_SIZE)
-"""TinyZero's split of the raw row order: train = rows [0, 327680), test = rows [327680, 328704)."""
-
+GENERATED = "generated"
+"""``dataset_name`` that means: rows from the task's offline generator (``num_generated_rows`` of them)."""
 ON_INVALID = ("raise", "drop")
-SPLIT_METHODS = ("random", "tinyzero")
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
 # owner/name, as the Hub spells dataset ids; anything else that does not exist locally is a missing path.
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -74,14 +62,94 @@ _SPLIT_NAMES = ("train", "test", "validation", "valid", "dev")
 _MISSING = object()  # a key absent from a JSON record; distinct from an explicit null
 
 
-@dataclass(frozen=True)
-class CountdownDataInfo:
-    """Row counts of one :func:`prepare_countdown` call (``duplicates_removed`` also counts, for the
-    tinyzero split, train rows whose puzzle is in the test rows)."""
+@dataclass
+class DataArguments:
+    """Which task and data a run trains or evaluates on: the recipe's data keys, shared by ``train`` and ``eval``."""
 
+    task: str = field(
+        default=DEFAULT_TASK,
+        metadata={"help": f"Task: one of {', '.join(sorted(TASKS))}.", "choices": sorted(TASKS)},
+    )
+    task_options: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Task options as key=value (e.g. unary_minus=true for countdown, levels=5 for math)."},
+    )
+    dataset_name: str | None = field(
+        default=None,
+        metadata={"help": "Hub dataset id, local .jsonl/.json/.parquet file or folder, or 'generated' (the task's "
+                  "offline generator). Default: the task's dataset."},
+    )
+    dataset_config: str | None = field(
+        default=None, metadata={"help": "Hub dataset config (e.g. 'main' for openai/gsm8k). Default: the task's."}
+    )
+    dataset_split: str = field(default="train", metadata={"help": "Split of the source dataset to train on."})
+    eval_dataset_split: str | None = field(
+        default=None,
+        metadata={"help": "Split of the source to hold out (e.g. 'test'; problems also in it leave the training "
+                  "rows). Default: hold out test_size rows of dataset_split."},
+    )
+    test_size: int = field(
+        default=1024,
+        metadata={"help": "Held-out rows: carved from dataset_split, or sampled (seeded) from eval_dataset_split."},
+    )
+    split_method: str = field(
+        default="random",
+        metadata={"help": "'random' (seeded, after dedupe) or a task's positional split ('tinyzero' for countdown)."},
+    )
+    split_seed: int = field(default=42, metadata={"help": "Seed of the held-out split (same in train and eval)."})
+    on_invalid_rows: str = field(
+        default="raise",
+        metadata={"help": "A row the task cannot use: 'raise' (an error naming the row) or 'drop' (dropped and "
+                  "counted).", "choices": list(ON_INVALID)},
+    )
+    prompt_template: str | None = field(
+        default=None, metadata={"help": "Prompt template of the task (default: the task's)."}
+    )
+    num_generated_rows: int = field(
+        default=2048, metadata={"help": "With dataset_name 'generated': how many rows the task's generator makes."}
+    )
+
+    def __post_init__(self):
+        if isinstance(self.task_options, str):  # one option on the command line
+            self.task_options = [self.task_options]
+
+    def get_task(self) -> Task:
+        """The task with its options, checked (one-line errors naming the key)."""
+        return get_task(self.task, self.task_options)
+
+    def check(self) -> Task:
+        """Everything that can be wrong in these keys without reading data; returns the task."""
+        task = self.get_task()
+        template = self.prompt_template or task.default_template
+        if template not in task.prompt_templates:
+            raise ValueError(
+                f"prompt_template: {template!r} is not a template of task {task.name!r}; "
+                f"choose one of {sorted(task.prompt_templates)}"
+            )
+        methods = ["random", *task.positional_splits]
+        if self.split_method not in methods:
+            raise ValueError(f"split_method: {self.split_method!r} is not one of {methods} (task {task.name!r})")
+        if self.on_invalid_rows not in ON_INVALID:
+            raise ValueError(f"on_invalid_rows: must be one of {list(ON_INVALID)}, got {self.on_invalid_rows!r}")
+        if self.test_size <= 0:
+            raise ValueError(f"test_size: must be positive, got {self.test_size}")
+        if self.num_generated_rows <= 0:
+            raise ValueError(f"num_generated_rows: must be positive, got {self.num_generated_rows}")
+        if self.eval_dataset_split is not None and self.split_method != "random":
+            raise ValueError(f"eval_dataset_split: cannot be combined with split_method={self.split_method!r}")
+        return task
+
+
+@dataclass(frozen=True)
+class DataInfo:
+    """Row counts of one :func:`prepare_dataset` call (``duplicates_removed`` also counts training rows whose
+    problem is in the held-out rows)."""
+
+    task: str
     source: str
     raw: int
     invalid_dropped: int
+    filtered_out: int
     duplicates_removed: int
     train: int
     test: int
@@ -97,108 +165,47 @@ class CountdownDataInfo:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _show(value: Any) -> str:
-    if value is _MISSING:
-        return "missing"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _row_problem(nums: Any, target: Any) -> str | None:
-    """Why a row is invalid, or None."""
-    if not (isinstance(nums, (list, tuple)) and nums and all(_is_int(x) for x in nums)):
-        return f"'nums' is {_show(nums)}, expected a non-empty list of integers"
-    if not _is_int(target):
-        return f"'target' is {_show(target)}, expected an integer"
-    return None
-
-
-def _check_choice(name: str, value: Any, options: Sequence[str]) -> None:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
-
-
-def _derived_fingerprint(ds: Dataset, *step: Any) -> str:
-    """A fingerprint for the result of a deterministic ``step`` on ``ds``, so caches keyed on it stay valid
-    across runs; datasets would otherwise hash every argument (an index list of 450k ints takes seconds)."""
-    from datasets.fingerprint import Hasher
-
-    return Hasher.hash((getattr(ds, "_fingerprint", None), step))
-
-
-def _take(ds: Dataset, indices: Sequence[int], *step: Any) -> Dataset:
-    """Rows ``indices`` of ``ds`` as a new in-memory dataset (an Arrow take).
-
-    ``Dataset.select`` would leave an indices mapping that every later column read pays for, and that
-    ``add_column`` flattens by rewriting the data (~10 s for the public 490k rows); a take costs ~0.1 s.
-    """
-    import pyarrow as pa
-    from datasets import Dataset
-    from datasets.table import InMemoryTable
-
-    if getattr(ds, "_indices", None) is None:
-        table = ds.data.table.take(pa.array(indices, type=pa.int64()))  # typed: an empty list is not
-    else:  # already a selection: go through the mapping (slower: one Arrow chunk per row until combined)
-        table = ds.with_format("arrow")[list(indices)].combine_chunks()
-    return Dataset(InMemoryTable(table), info=ds.info.copy(), fingerprint=_derived_fingerprint(ds, *step, len(indices)))
-
-
-def _missing_columns_error(found: Iterable[str], source: str) -> ValueError:
-    found = list(found)
-    missing = [c for c in ("nums", "target") if c not in found]
-    return ValueError(f"{source}: missing column(s) {missing}; found columns {found}; expected 'nums' and 'target'")
-
-
-def _valid_indices(
-    nums_col: Sequence[Any],
-    target_col: Sequence[Any],
+def _validate(
+    task: Task,
+    records: Sequence[Any],
     source: str,
     on_invalid: str,
     problems: Mapping[int, str] | None = None,
     lines: Sequence[int] | None = None,
-) -> list[int]:
-    """Indices of the valid rows; raise on the first bad one unless ``on_invalid == "drop"``.
+) -> tuple[list[dict[str, Any]], int]:
+    """Prepared valid rows and the number dropped; raise on the first bad one unless ``on_invalid == "drop"``.
 
     ``problems`` holds rows already known to be bad (unparsable JSON); ``lines`` maps rows to file lines.
     """
+    if on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {list(ON_INVALID)}, got {on_invalid!r}")
     problems = problems or {}
-    keep: list[int] = []
+    keep: list[dict[str, Any]] = []
     bad: list[str] = []
-    for i, (nums, target) in enumerate(zip(nums_col, target_col)):
-        problem = problems.get(i) or _row_problem(nums, target)
+    for i, record in enumerate(records):
+        problem = problems.get(i)
+        if problem is None and not isinstance(record, Mapping):
+            problem = f"expected an object with columns, got {type(record).__name__}"
         if problem is None:
-            keep.append(i)
+            try:
+                row = task.prepare_row(record)
+            except ValueError as err:
+                problem = str(err)
+            else:
+                problem = task.row_problem(row)
+        if problem is None:
+            keep.append(row)
             continue
         where = f"row {i} of {source}" + (f" (line {lines[i]})" if lines is not None else "")
+        message = f"{where}: {problem}"
         if on_invalid == "raise":
-            raise ValueError(f"{where}: {problem}")
-        bad.append(f"{where}: {problem}")
+            raise ValueError(message)
+        bad.append(message)
     if bad:
         logger.warning("dropped %d invalid row(s) of %s; first: %s", len(bad), source, bad[0])
     if not keep:
-        raise ValueError(f"{source}: no valid rows ({len(bad)} invalid)")
-    return keep
-
-
-def validate_countdown(ds: Dataset, *, source: str = "dataset", on_invalid: str = "raise") -> tuple[Dataset, int]:
-    """Check every row of ``ds``; return ``(valid rows, number dropped)``.
-
-    Raises a one-line ``ValueError`` on missing columns, and on a bad row unless ``on_invalid="drop"``.
-
-    >>> from datasets import Dataset
-    >>> validate_countdown(Dataset.from_dict({"nums": [[1, 2], []], "target": [3, 4]}), on_invalid="drop")[1]
-    1
-    """
-    _check_choice("on_invalid", on_invalid, ON_INVALID)
-    if "nums" not in ds.column_names or "target" not in ds.column_names:
-        raise _missing_columns_error(ds.column_names, source)
-    keep = _valid_indices(ds["nums"][:], ds["target"][:], source, on_invalid)
-    dropped = len(ds) - len(keep)
-    return (ds if dropped == 0 else _take(ds, keep, "validate", on_invalid)), dropped
+        raise ValueError(f"{source}: no valid rows ({len(bad)} invalid) for task {task.name!r}")
+    return keep, len(bad)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -211,7 +218,10 @@ def _read_json_rows(path: Path) -> tuple[list[Any], dict[int, str], list[int] | 
 
     Returns (records, problems by row index, file line of each row or None for whole-file JSON).
     """
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     if path.suffix == ".json":
         try:
             whole = json.loads(text)
@@ -241,46 +251,43 @@ def _read_json_rows(path: Path) -> tuple[list[Any], dict[int, str], list[int] | 
     return records, problems, lines
 
 
-def _load_json_file(path: Path, on_invalid: str) -> tuple[Dataset, int, int]:
-    from datasets import Dataset
-
-    source = str(path)
-    records, problems, lines = _read_json_rows(path)
-    if not records:
-        raise ValueError(f"{source}: no rows")
-    columns: dict[str, None] = {}  # union of keys in first-seen order
-    for i, record in enumerate(records):
-        if isinstance(record, dict):
-            columns.update(dict.fromkeys(record))
-        elif i not in problems:
-            problems[i] = f"expected a JSON object, got {type(record).__name__}"
-    if "nums" not in columns or "target" not in columns:
-        raise _missing_columns_error(columns, source)
-    rows = [r if isinstance(r, dict) else {} for r in records]
-    keep = _valid_indices(
-        [r.get("nums", _MISSING) for r in rows],
-        [r.get("target", _MISSING) for r in rows],
-        source,
-        on_invalid,
-        problems,
-        lines,
-    )
-    names = ["nums", "target", *(c for c in columns if c not in ("nums", "target"))]
-    data = {c: [rows[i].get(c) for i in keep] for c in names}
-    return Dataset.from_dict(data), len(records), len(records) - len(keep)
+def _check_columns(task: Task, found: Iterable[str], source: str) -> None:
+    """Fail fast, naming the columns found, when no row could have what the task reads."""
+    found = list(found)
+    probe = {c: None for c in found}
+    try:  # a row with these columns (all None): prepare_row fails on missing columns, not on values
+        probe = task.prepare_row(probe)
+    except (ValueError, KeyError, TypeError):
+        pass
+    missing = [c for c in task.columns if c not in probe]
+    if missing:
+        raise ValueError(
+            f"{source}: missing column(s) {missing} for task {task.name!r}; found columns {found}"
+        )
 
 
-def _load_file(path: Path, on_invalid: str, cache_dir: str | None) -> tuple[Dataset, int, int]:
+def _load_file(task: Task, path: Path, on_invalid: str, cache_dir: str | None) -> tuple[list[dict], int, int]:
     """Load and validate one data file: (valid rows, raw row count, invalid dropped)."""
     suffix = path.suffix.lower()
+    source = str(path)
     if suffix in (".jsonl", ".json"):
-        return _load_json_file(path, on_invalid)
+        records, problems, lines = _read_json_rows(path)
+        if not records:
+            raise ValueError(f"{source}: no rows")
+        columns: dict[str, None] = {}  # union of keys in first-seen order
+        for record in records:
+            if isinstance(record, dict):
+                columns.update(dict.fromkeys(record))
+        _check_columns(task, columns, source)
+        rows, dropped = _validate(task, records, source, on_invalid, problems, lines)
+        return rows, len(records), dropped
     if suffix == ".parquet":
         import datasets
 
         ds = datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=cache_dir)
-        valid, dropped = validate_countdown(ds, source=str(path), on_invalid=on_invalid)
-        return valid, len(ds), dropped
+        _check_columns(task, ds.column_names, source)
+        rows, dropped = _validate(task, ds.to_list(), source, on_invalid)
+        return rows, len(ds), dropped
     raise ValueError(f"{path}: unsupported file type {path.suffix!r}; expected one of {list(DATA_SUFFIXES)}")
 
 
@@ -313,7 +320,7 @@ def _split_files(folder: Path, split: str) -> list[Path]:
     return by_split[split]
 
 
-def _load_folder(folder: Path, split: str, on_invalid: str, cache_dir: str | None) -> tuple[Dataset, int, int]:
+def _load_folder(task: Task, folder: Path, split: str, on_invalid: str, cache_dir: str | None):
     import datasets
 
     if (folder / "dataset_dict.json").is_file() or (folder / "state.json").is_file():  # save_to_disk output
@@ -324,56 +331,63 @@ def _load_folder(folder: Path, split: str, on_invalid: str, cache_dir: str | Non
             loaded = loaded[split]
         elif split != "train":
             raise ValueError(f"{folder} holds a single saved dataset; split={split!r} needs a DatasetDict folder")
-        valid, dropped = validate_countdown(loaded, source=str(folder), on_invalid=on_invalid)
-        return valid, len(loaded), dropped
-    parts = [_load_file(p, on_invalid, cache_dir) for p in _split_files(folder, split)]
-    ds = parts[0][0] if len(parts) == 1 else datasets.concatenate_datasets([p[0] for p in parts])
-    return ds, sum(p[1] for p in parts), sum(p[2] for p in parts)
+        _check_columns(task, loaded.column_names, str(folder))
+        rows, dropped = _validate(task, loaded.to_list(), str(folder), on_invalid)
+        return rows, len(loaded), dropped
+    parts = [_load_file(task, p, on_invalid, cache_dir) for p in _split_files(folder, split)]
+    return [row for part in parts for row in part[0]], sum(p[1] for p in parts), sum(p[2] for p in parts)
 
 
-def _load(
-    name_or_path: str | os.PathLike, split: str, on_invalid: str, cache_dir: str | None
-) -> tuple[Dataset, int, int, str]:
-    """Load and validate: (valid rows, raw row count, invalid dropped, source label)."""
-    _check_choice("on_invalid", on_invalid, ON_INVALID)
-    name = os.fspath(name_or_path)
+def load_rows(
+    task: Task,
+    name_or_path: str | os.PathLike | None = None,
+    split: str = "train",
+    *,
+    config: str | None = None,
+    on_invalid: str = "raise",
+    num_generated: int = 2048,
+    seed: int = 42,
+    cache_dir: str | None = None,
+) -> tuple[list[dict[str, Any]], int, int, str]:
+    """Load and validate rows for ``task``: ``(prepared valid rows, raw row count, invalid dropped, source)``.
+
+    ``name_or_path`` is a Hub id (``config`` defaults to the one the task knows for it), a ``.jsonl`` / ``.json``
+    / ``.parquet`` file, a ``save_to_disk`` folder, a folder of data files, or ``"generated"``; None is the
+    task's default dataset. Rows are not deduped or filtered here.
+
+    >>> import tempfile, os
+    >>> from countdown_rl.tasks import get_task
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.jsonl")
+    >>> write_jsonl([{"nums": [7, 7, 65], "target": 51}], path)
+    1
+    >>> load_rows(get_task("countdown"), path)[0]
+    [{'nums': [7, 7, 65], 'target': 51}]
+    """
+    if on_invalid not in ON_INVALID:
+        raise ValueError(f"on_invalid must be one of {list(ON_INVALID)}, got {on_invalid!r}")
+    name = os.fspath(name_or_path) if name_or_path is not None else task.default_dataset
+    if name == GENERATED:
+        # A held-out split of generated data comes from the same pool (the split dedupes and holds out).
+        source = f"{GENERATED} {task.name} rows (seed {seed})"
+        rows, dropped = _validate(task, task.generate(num_generated, seed=seed), source, on_invalid)
+        return rows, num_generated, dropped, source
     path = Path(name).expanduser()
     if path.is_file():
         if split != "train":
             raise ValueError(f"{path} is a single file (one split); split={split!r} needs a Hub id or a folder")
-        return (*_load_file(path, on_invalid, cache_dir), str(path))
+        return (*_load_file(task, path, on_invalid, cache_dir), str(path))
     if path.is_dir():
-        return (*_load_folder(path, split, on_invalid, cache_dir), str(path))
+        return (*_load_folder(task, path, split, on_invalid, cache_dir), str(path))
     if not _HUB_ID.fullmatch(name) or path.suffix.lower() in DATA_SUFFIXES:
         raise FileNotFoundError(f"no such file or folder: {name!r} (and it is not a Hub dataset id like 'owner/name')")
     import datasets
 
-    source = f"{name} (split {split!r})"
-    ds = datasets.load_dataset(name, split=split, cache_dir=cache_dir)
-    valid, dropped = validate_countdown(ds, source=source, on_invalid=on_invalid)
-    return valid, len(ds), dropped, source
-
-
-def load_countdown(
-    name_or_path: str | os.PathLike = DEFAULT_DATASET,
-    split: str = "train",
-    *,
-    on_invalid: str = "raise",
-    cache_dir: str | None = None,
-) -> Dataset:
-    """Load and validate Countdown puzzles from a Hub id, a ``.jsonl``/``.json``/``.parquet`` file, a
-    ``save_to_disk`` folder or a folder of data files (rows are not deduped here).
-
-    >>> import tempfile, os
-    >>> path = os.path.join(tempfile.mkdtemp(), "p.jsonl")
-    >>> write_jsonl([{"nums": [7, 7, 65], "target": 51}], path)
-    1
-    >>> load_countdown(path)[0]
-    {'nums': [7, 7, 65], 'target': 51}
-    """
-    ds, raw, dropped, source = _load(name_or_path, split, on_invalid, cache_dir)
-    logger.info("loaded %d row(s) from %s (%d invalid dropped)", raw, source, dropped)
-    return ds
+    config = config if config is not None else (task.known_datasets.get(name) or {}).get("config")
+    source = f"{name}" + (f" (config {config!r})" if config else "") + f" (split {split!r})"
+    ds = datasets.load_dataset(name, config, split=split, cache_dir=cache_dir)
+    _check_columns(task, ds.column_names, source)
+    rows, dropped = _validate(task, ds.to_list(), source, on_invalid)
+    return rows, len(ds), dropped, source
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -381,26 +395,22 @@ def load_countdown(
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _puzzle_keys(ds: Dataset) -> list[tuple[int, tuple[int, ...]]]:
-    return [(target, tuple(sorted(nums))) for nums, target in zip(ds["nums"][:], ds["target"][:])]
+def dedupe(task: Task, rows: Sequence[Mapping[str, Any]], seen: set | None = None) -> tuple[list, int]:
+    """Drop rows whose ``task.dedupe_key`` appeared earlier (or is in ``seen``); ``(rows kept, number removed)``.
 
-
-def dedupe_countdown(ds: Dataset) -> tuple[Dataset, int]:
-    """Drop rows whose ``(target, sorted nums)`` appeared earlier; return ``(rows, number removed)``.
-
-    >>> from datasets import Dataset
-    >>> ds, removed = dedupe_countdown(Dataset.from_dict({"nums": [[1, 2], [2, 1]], "target": [3, 3]}))
-    >>> len(ds), removed
+    >>> from countdown_rl.tasks import get_task
+    >>> kept, removed = dedupe(get_task("countdown"), [{"nums": [1, 2], "target": 3}, {"nums": [2, 1], "target": 3}])
+    >>> len(kept), removed
     (1, 1)
     """
-    seen: set[tuple[int, tuple[int, ...]]] = set()
-    keep: list[int] = []
-    for i, key in enumerate(_puzzle_keys(ds)):
+    seen = set() if seen is None else seen
+    keep = []
+    for row in rows:
+        key = task.dedupe_key(row)
         if key not in seen:
             seen.add(key)
-            keep.append(i)
-    removed = len(ds) - len(keep)
-    return (ds if removed == 0 else _take(ds, keep, "dedupe")), removed
+            keep.append(row)
+    return keep, len(rows) - len(keep)
 
 
 def _test_count(test_size: int | float, n: int) -> int:
@@ -415,71 +425,49 @@ def _test_count(test_size: int | float, n: int) -> int:
     return count
 
 
-def _split_random(ds: Dataset, test_size: int | float, seed: int) -> tuple[Dataset, Dataset, int]:
-    ds, removed = dedupe_countdown(ds)  # one row per puzzle, so no puzzle can land on both sides
-    n = len(ds)
-    count = _test_count(test_size, n)
-    order = list(range(n))
-    random.Random(seed).shuffle(order)
-    # Sorted indices keep each side in the source order; the trainer shuffles batches itself.
-    step = ("split", "random", seed, count)
-    train = _take(ds, sorted(order[count:]), *step, "train")
-    return train, _take(ds, sorted(order[:count]), *step, "test"), removed
-
-
-def _split_tinyzero(ds: Dataset, bounds: tuple[int, int]) -> tuple[Dataset, Dataset, int]:
-    start, end = bounds
-    if not 0 < start < end:
-        raise ValueError(f"tinyzero_bounds must be (train_end, test_end) with 0 < train_end < test_end, got {bounds!r}")
-    if len(ds) < end:
-        raise ValueError(
-            f"tinyzero split needs at least {end} rows (train = rows [0, {start}), test = rows [{start}, {end})), "
-            f"but the dataset has {len(ds)}; use split_method='random' or pass tinyzero_bounds"
-        )
-    test = ds.select(range(start, end))
-    seen = set(_puzzle_keys(test))  # test rows stay exactly TinyZero's; train gives way
-    keep: list[int] = []
-    for i, key in enumerate(_puzzle_keys(ds.select(range(start)))):
-        if key not in seen:
-            seen.add(key)
-            keep.append(i)
-    return _take(ds, keep, "split", "tinyzero", start, end, "train"), test, start - len(keep)
-
-
-def _split(
-    ds: Dataset, test_size: int | float, seed: int, method: str, tinyzero_bounds: tuple[int, int] | None
-) -> tuple[Dataset, Dataset, int]:
-    _check_choice("method", method, SPLIT_METHODS)
-    if method == "tinyzero":
-        train, test, removed = _split_tinyzero(ds, tuple(tinyzero_bounds or TINYZERO_BOUNDS))
-    else:
-        train, test, removed = _split_random(ds, test_size, seed)
-    logger.info("%s split: %d train, %d test (%d duplicate row(s) removed)", method, len(train), len(test), removed)
-    return train, test, removed
-
-
-def split_countdown(
-    ds: Dataset,
+def split_rows(
+    task: Task,
+    rows: Sequence[Mapping[str, Any]],
     test_size: int | float = 1024,
     seed: int = 42,
     method: str = "random",
     *,
-    tinyzero_bounds: tuple[int, int] | None = None,
-) -> tuple[Dataset, Dataset]:
-    """Split into ``(train, test)`` with no puzzle ``(target, sorted nums)`` on both sides.
+    bounds: tuple[int, int] | None = None,
+) -> tuple[list, list, int]:
+    """Split into ``(train, test, duplicates removed)`` with no problem (``task.dedupe_key``) on both sides.
 
-    ``"random"``: dedupe, then hold out ``test_size`` rows (a count, or a fraction in (0, 1)) chosen with
-    ``seed``. ``"tinyzero"``: TinyZero's positional split of the rows as given (raw order, not deduped):
-    test = rows ``[327680, 328704)`` exactly, train = rows ``[0, 327680)`` minus repeated puzzles and
-    puzzles in test; ``test_size`` and ``seed`` are unused and ``tinyzero_bounds`` overrides the bounds.
+    ``"random"``: dedupe, then hold out ``test_size`` rows (a count, or a fraction in (0, 1)) chosen with ``seed``;
+    each side keeps the source order. A positional method (``task.positional_splits``, e.g. Countdown's
+    ``"tinyzero"``): test = rows ``[train_end, test_end)`` exactly, train = rows ``[0, train_end)`` minus repeats
+    and problems in test (``bounds`` overrides the task's); ``test_size`` and ``seed`` are unused.
 
-    >>> from datasets import Dataset
-    >>> ds = Dataset.from_list(generate_countdown(10))
-    >>> [len(part) for part in split_countdown(ds, test_size=3)]
+    >>> from countdown_rl.tasks import get_task
+    >>> task = get_task("countdown")
+    >>> [len(part) for part in split_rows(task, task.generate(10), test_size=3)[:2]]
     [7, 3]
     """
-    train, test, _ = _split(ds, test_size, seed, method, tinyzero_bounds)
-    return train, test
+    if method == "random":
+        rows, removed = dedupe(task, rows)  # one row per problem, so no problem can land on both sides
+        count = _test_count(test_size, len(rows))
+        order = list(range(len(rows)))
+        random.Random(seed).shuffle(order)
+        held = set(order[:count])
+        train = [row for i, row in enumerate(rows) if i not in held]
+        return train, [row for i, row in enumerate(rows) if i in held], removed
+    if method not in task.positional_splits:
+        raise ValueError(f"split method {method!r} is not one of {['random', *task.positional_splits]}")
+    start, end = bounds or task.positional_splits[method]
+    if not 0 < start < end:
+        raise ValueError(f"{method} bounds must be (train_end, test_end) with 0 < train_end < test_end, got {(start, end)}")
+    if len(rows) < end:
+        raise ValueError(
+            f"{method} split needs at least {end} rows (train = rows [0, {start}), test = rows [{start}, {end})), "
+            f"but the dataset has {len(rows)}; use split_method='random'"
+        )
+    test = list(rows[start:end])
+    seen = {task.dedupe_key(row) for row in test}  # test rows stay exactly as given; train gives way
+    train, removed = dedupe(task, rows[:start], seen)
+    return train, test, removed
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -487,53 +475,97 @@ def split_countdown(
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _with_prompts(ds: Dataset, template: str) -> Dataset:
-    # One Python pass plus add_column: ~20x faster than a per-row Dataset.map on the 490k-row data.
-    prompts = [build_prompt(nums, target, template) for nums, target in zip(ds["nums"][:], ds["target"][:])]
-    if "prompt" in ds.column_names:
-        ds = ds.remove_columns("prompt")
-    return ds.add_column("prompt", prompts, new_fingerprint=_derived_fingerprint(ds, "prompt", template))
+def _dataset(task: Task, rows: Sequence[Mapping[str, Any]], template: str) -> Dataset:
+    from datasets import Dataset
+
+    with_prompts = [{**row, "prompt": task.prompt(row, template)} for row in rows]
+    return Dataset.from_list(with_prompts)
 
 
-def prepare_countdown(
-    name_or_path: str | os.PathLike = DEFAULT_DATASET,
+def prepare_dataset(
+    task: Task,
+    name_or_path: str | os.PathLike | None = None,
     *,
     split: str = "train",
+    config: str | None = None,
+    eval_split: str | None = None,
     test_size: int | float = 1024,
     seed: int = 42,
-    template: str = "r1_zero",
+    template: str | None = None,
     split_method: str = "random",
     on_invalid: str = "raise",
-    tinyzero_bounds: tuple[int, int] | None = None,
+    num_generated: int = 2048,
+    bounds: tuple[int, int] | None = None,
     cache_dir: str | None = None,
-) -> tuple[Dataset, Dataset, CountdownDataInfo]:
-    """Load, validate, dedupe, split and add a ``prompt`` column: ``(train, test, info)``.
+) -> tuple[Dataset, Dataset, DataInfo]:
+    """Load, validate, filter, dedupe, split and add a ``prompt`` column: ``(train, test, info)``.
 
-    Rows keep ``nums`` and ``target`` next to ``prompt`` (TRL hands them to reward functions). With
-    ``split_method="tinyzero"`` the positions count rows after any invalid ones are dropped.
+    Rows keep the task's columns next to ``prompt`` (TRL hands them to reward functions). With ``eval_split``
+    the held-out rows are (a seeded sample of at most ``test_size`` of) that split of the source, and training
+    rows whose problem is among them are removed.
 
     >>> import tempfile, os
+    >>> from countdown_rl.tasks import get_task
+    >>> task = get_task("countdown")
     >>> path = os.path.join(tempfile.mkdtemp(), "p.jsonl")
-    >>> _ = write_jsonl(generate_countdown(20), path)
-    >>> train, test, info = prepare_countdown(path, test_size=4)
+    >>> _ = write_jsonl(task.generate(20), path)
+    >>> train, test, info = prepare_dataset(task, path, test_size=4)
     >>> info.train, info.test, train.column_names
     (16, 4, ['nums', 'target', 'prompt'])
     """
-    _check_choice("split_method", split_method, SPLIT_METHODS)
-    if template not in PROMPT_TEMPLATES:
-        raise ValueError(f"unknown prompt template {template!r}; choose one of {sorted(PROMPT_TEMPLATES)}")
-    ds, raw, dropped, source = _load(name_or_path, split, on_invalid, cache_dir)
-    train, test, removed = _split(ds, test_size, seed, split_method, tinyzero_bounds)
-    info = CountdownDataInfo(source, raw, dropped, removed, len(train), len(test), split_method)
+    template = template or task.default_template
+    if template not in task.prompt_templates:
+        raise ValueError(f"unknown prompt template {template!r}; choose one of {sorted(task.prompt_templates)}")
+    if split_method not in ("random", *task.positional_splits):
+        raise ValueError(f"split_method must be one of {['random', *task.positional_splits]}, got {split_method!r}")
+    load = dict(config=config, on_invalid=on_invalid, num_generated=num_generated, seed=seed, cache_dir=cache_dir)
+    rows, raw, dropped, source = load_rows(task, name_or_path, split, **load)
+    kept = [row for row in rows if task.filter_row(row)]
+    filtered = len(rows) - len(kept)
+    if not kept:
+        raise ValueError(f"{source}: no rows left after filtering with task_options {task.options}")
+    if eval_split is None:
+        train, test, removed = split_rows(task, kept, test_size, seed, split_method, bounds=bounds)
+    else:
+        held, _, held_dropped, _ = load_rows(task, name_or_path, eval_split, **load)
+        held, _ = dedupe(task, [row for row in held if task.filter_row(row)])
+        if not held:
+            raise ValueError(f"{source}: split {eval_split!r} has no rows left after filtering")
+        if len(held) > test_size:
+            held = [held[i] for i in sorted(random.Random(seed).sample(range(len(held)), test_size))]
+        train, removed = dedupe(task, kept, {task.dedupe_key(row) for row in held})
+        test, dropped = held, dropped + held_dropped
+        split_method = f"{eval_split} split"
+    if not train:
+        raise ValueError(f"{source}: no training rows left after the split")
+    info = DataInfo(task.name, source, raw, dropped, filtered, removed, len(train), len(test), split_method)
     logger.info("prepared %s: %s", source, info.as_dict())
-    return _with_prompts(train, template), _with_prompts(test, template), info
+    return _dataset(task, train, template), _dataset(task, test, template), info
+
+
+def prepare_data(args: DataArguments, task: Task | None = None) -> tuple[Dataset, Dataset, DataInfo]:
+    """:func:`prepare_dataset` with the recipe's :class:`DataArguments`."""
+    task = task or args.check()
+    return prepare_dataset(
+        task,
+        args.dataset_name,
+        split=args.dataset_split,
+        config=args.dataset_config,
+        eval_split=args.eval_dataset_split,
+        test_size=args.test_size,
+        seed=args.split_seed,
+        template=args.prompt_template,
+        split_method=args.split_method,
+        on_invalid=args.on_invalid_rows,
+        num_generated=args.num_generated_rows,
+    )
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> int:
     """Write one JSON object per line (creating parent folders); return the number of rows written.
 
     >>> import tempfile, os
-    >>> write_jsonl(generate_countdown(2), os.path.join(tempfile.mkdtemp(), "sub", "p.jsonl"))
+    >>> write_jsonl([{"a": 1}, {"a": 2}], os.path.join(tempfile.mkdtemp(), "sub", "p.jsonl"))
     2
     """
     path = Path(path)

@@ -26,7 +26,6 @@ The stages are plain functions (:func:`warm_start` = puzzles + base model + :fun
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -37,15 +36,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.model_card import RUN_INFO, write_json_atomic
+from countdown_rl.algorithms import ALGORITHMS, display_name
+from countdown_rl.files import write_json_atomic
+from countdown_rl.runs import FINAL_EVAL_DIR, ZERO_SHOT_DIR, RunRecord, read_run_record
 
 PROG = "countdown-rl demo"
-DEMO_SOURCE = PROG  # run_info.json marker: a run directory this command may clear
+DEMO_SOURCE = PROG  # the run record's source: a run directory this command may clear
 STAGE_FILE = "demo_stage.json"  # written last in base/ and sft/: the stage is complete, with these settings
 RESULTS_FILE = "demo_results.json"
-ALGORITHMS = ("grpo", "dr_grpo")
 TRACES = ("solver", "search")  # SFT completions: puzzles.solver_trace or puzzles.search_trace
-ALGORITHM_NAMES = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO"}
 
 
 @dataclass(frozen=True)
@@ -137,7 +136,7 @@ def quick_config(**overrides: Any) -> DemoConfig:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _setup_environment(num_threads: int) -> None:
+def setup_environment(num_threads: int) -> None:
     """Offline Hub, no telemetry, and a thread setting that survives a busy machine.
 
     ``OMP_WAIT_POLICY=PASSIVE`` only works if set before torch loads its OpenMP runtime: with the default
@@ -198,7 +197,7 @@ def _progress_callback(every: int):
             elif "loss" in logs and (step % every == 0 or step == total):
                 if "reward" in logs:
                     print(f"  step {step}/{total}: reward {logs['reward']:.3f}, sampled correct "
-                          f"{100 * logs.get('countdown/correct', 0.0):.1f}%, mean length "
+                          f"{100 * logs.get('outcomes/correct', 0.0):.1f}%, mean length "
                           f"{logs.get('completions/mean_length', 0.0):.1f} tokens", flush=True)
                 else:
                     print(f"  step {step}/{total}: loss {logs['loss']:.3f}", flush=True)
@@ -223,17 +222,16 @@ def _quiet_trainer(trainer, every: int, show_progress: bool) -> None:
 def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     """``{"sft": [...], "rl": [...], "eval": [...]}``: disjoint lists of ``{"nums", "target"}``, fixed per seed.
 
-    One generator call gives distinct puzzles; ``split_countdown`` (dedupe + seeded hold-out) takes the eval
+    One generator call gives distinct puzzles; ``data.split_rows`` (dedupe + seeded hold-out) takes the eval
     set, so no ``(target, sorted nums)`` is both trained on and evaluated.
     """
-    from datasets import Dataset
-
-    from countdown_rl.data import split_countdown
+    from countdown_rl.data import split_rows
+    from countdown_rl.tasks import get_task
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
     total = spec.num_sft + spec.num_rl + spec.num_eval
     pool = generate_countdown(total, seed=seed, **spec.generator_kwargs())
-    train, test = split_countdown(Dataset.from_list(pool), test_size=spec.num_eval, seed=seed)
+    train, test, _ = split_rows(get_task("countdown"), pool, test_size=spec.num_eval, seed=seed)
     train_rows = [{"nums": list(r["nums"]), "target": int(r["target"])} for r in train]
     return {
         "sft": train_rows[: spec.num_sft],
@@ -340,12 +338,12 @@ def evaluate_stage(
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
         model = AutoModelForCausalLM.from_pretrained(str(model))
     scored = evaluate_budgets(
-        model, tokenizer, list(puzzles), budgets=budgets, template="r1_zero", batch_size=batch_size,
-        temperature=0.0, show_progress=show_progress,
+        model, tokenizer, list(puzzles), budgets=budgets, task="countdown", template="r1_zero",
+        batch_size=batch_size, temperature=0.0, show_progress=show_progress,
     )
     results = [result for result, _ in scored]
     if out_dir is not None:
-        full_meta = {"split": "test", "template": "r1_zero", "num_puzzles": len(puzzles), "temperature": 0.0,
+        full_meta = {"task": "countdown", "split": "test", "template": "r1_zero", "num_puzzles": len(puzzles), "temperature": 0.0,
                      "num_samples": 1, "backend": "transformers", **(meta or {})}
         write_eval_outputs(out_dir, results, {r.max_tokens: rows for r, rows in scored}, full_meta)
     return results
@@ -386,18 +384,20 @@ def grpo_train(
     run_info: Mapping[str, Any] | None = None,
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """RL from ``sft_dir`` with ``CountdownGRPOTrainer`` and the ``countdown`` reward, into ``run_dir``.
+    """RL from ``sft_dir`` with :func:`countdown_rl.pipeline.train_grpo` and the ``countdown`` reward, into ``run_dir``.
 
     Writes ``run_info.json`` first, then checkpoints every ``save_steps``; at the end the model, tokenizer and
     ``trainer_state.json``. With ``resume`` it continues from the newest ``checkpoint-N`` in ``run_dir`` (if any).
-    ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve.
-    Returns ``{"trainer", "model", "tokenizer", "resumed_from", "global_step"}``.
+    ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve;
+    ``run_info`` goes to the run record's ``extra``. Returns ``{"trainer", "model", "tokenizer", "resumed_from",
+    "global_step"}``.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_utils import get_last_checkpoint
 
-    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
-    from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+    from countdown_rl.pipeline import train_grpo
+    from countdown_rl.tasks import get_task
+    from countdown_rl.trainer import CountdownGRPOConfig
 
     run = Path(run_dir)
     checkpoint = get_last_checkpoint(str(run)) if resume and run.is_dir() else None
@@ -437,37 +437,28 @@ def grpo_train(
     )
     tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
     _seed_everything(seed)
-    trainer = CountdownGRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(str(sft_dir)),
-        reward_funcs=get_reward_funcs([reward]),
-        args=args,
-        train_dataset=_rl_dataset(train_puzzles),
+    extra = dict(run_info or {})
+    record = RunRecord(model=str(sft_dir), dataset=str(extra.pop("dataset", "generated puzzles")),
+                       data=dict(extra.pop("data", {})), source=DEMO_SOURCE, extra=extra)
+    trained = train_grpo(
+        AutoModelForCausalLM.from_pretrained(str(sft_dir)),
+        tokenizer,
+        args,
+        _rl_dataset(train_puzzles),
+        task=get_task("countdown"),
+        record=record,
+        reward_funcs=[reward],
         eval_dataset=eval_ds,
-        processing_class=tokenizer,
+        resume_from_checkpoint=checkpoint,
+        callbacks=[_progress_callback(max(1, steps // 10))] if show_progress else (),
+        quiet=True,
     )
-    _quiet_trainer(trainer, max(1, steps // 10), show_progress)
-    info = {
-        "source": DEMO_SOURCE,
-        "model": str(sft_dir),
-        "dataset": "generated puzzles",
-        "algorithm": algorithm,
-        "max_completion_length": max_completion_length,
-        "reduction": args.reduction,
-        "std_normalization": args.std_normalization,
-        "use_peft": False,
-        **(run_info or {}),
-    }
-    write_json_atomic(run / RUN_INFO, info)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(str(run))
-    tokenizer.save_pretrained(str(run))
-    trainer.save_state()  # trainer_state.json in the run dir, for `countdown-rl report`
     return {
-        "trainer": trainer,
-        "model": trainer.accelerator.unwrap_model(trainer.model),
+        "trainer": trained.trainer,
+        "model": trained.model,
         "tokenizer": tokenizer,
         "resumed_from": checkpoint,
-        "global_step": trainer.state.global_step,
+        "global_step": trained.global_step,
     }
 
 
@@ -476,13 +467,16 @@ def grpo_train(
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _prepare_run_dir(run: Path, resume: bool) -> None:
+def prepare_run_dir(run: Path, resume: bool) -> None:
     """Without --resume, clear a previous demo run (its checkpoints would otherwise be resumed later);
     refuse to touch a non-empty folder that this command did not write."""
     if resume or not run.exists():
         return
-    info = _read_json(run / "run_info.json")
-    if isinstance(info, dict) and info.get("source") == DEMO_SOURCE:
+    try:
+        record = read_run_record(run)
+    except ValueError:
+        record = None
+    if record is not None and record.source == DEMO_SOURCE:
         print(f"removing the previous run in {run} (pass --resume to continue it instead)")
         shutil.rmtree(run)
     elif any(run.iterdir()):
@@ -491,9 +485,9 @@ def _prepare_run_dir(run: Path, resume: bool) -> None:
 
 def results_table(before, after, algorithm: str, grpo_steps: int) -> str:
     """The before/after Markdown table printed at the end (and stored in demo_results.json)."""
-    from countdown_rl.evaluation import format_number, format_percent, render_markdown_table
+    from countdown_rl.files import format_number, format_percent, render_markdown_table
 
-    name = ALGORITHM_NAMES.get(algorithm, algorithm)
+    name = display_name(algorithm)
     rows = [
         [label, format_percent(r.accuracy), f"{r.correct} / {r.partial} / {r.failed}", format_number(r.mean_tokens)]
         for label, r in ((f"SFT warm-up (before {name})", before), (f"after {name} ({grpo_steps} steps)", after))
@@ -546,7 +540,7 @@ def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int])
     with ``config.resume`` an evaluation of the same SFT model at the same budgets is read back instead."""
     from countdown_rl.evaluation import read_eval
 
-    zero_dir = Path(config.output_dir) / "zero_shot"
+    zero_dir = Path(config.output_dir) / ZERO_SHOT_DIR
     budgets = sorted(set(budgets))
     previous = _read_json(zero_dir / "eval.json")
     if (config.resume and isinstance(previous, dict) and previous.get("meta", {}).get("demo_stage") == warm.record
@@ -569,7 +563,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     final ``BudgetResult``)."""
     run_dir = Path(run_dir)
     budget, dataset, puzzles = config.max_completion_length, config.puzzles.describe(), warm.puzzles
-    name = ALGORITHM_NAMES[config.algorithm]
+    name = display_name(config.algorithm)
     _header(f"{name} at {budget} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
             f"{config.num_generations} samples -> {run_dir}")
     trained = grpo_train(
@@ -586,13 +580,13 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
         print(f"resumed from {trained['resumed_from']}")
     elif config.resume:
         print(f"no checkpoint in {run_dir}: trained from the start")
-    _header(f"evaluation after {name}: same puzzles and settings -> {run_dir / 'eval'}")
+    _header(f"evaluation after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
     [trained["result"]] = evaluate_stage(
-        trained["model"], trained["tokenizer"], puzzles["eval"], budgets=[budget], out_dir=run_dir / "eval",
+        trained["model"], trained["tokenizer"], puzzles["eval"], budgets=[budget], out_dir=run_dir / FINAL_EVAL_DIR,
         meta={"model": str(run_dir), "dataset": dataset, "stage": "final", "algorithm": config.algorithm},
         batch_size=config.eval_batch_size, show_progress=not config.quick,
     )
-    shutil.copytree(Path(config.output_dir) / "zero_shot", run_dir / "zero_shot", dirs_exist_ok=True)
+    shutil.copytree(Path(config.output_dir) / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
     trained["trainer"].create_model_card(dataset_name=dataset)
     return trained
 
@@ -600,18 +594,18 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
 def run_demo(config: DemoConfig) -> dict[str, Any]:
     """Run every stage (reusing complete ones with ``config.resume``); returns what demo_results.json holds."""
     if config.algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {config.algorithm!r}")
+        raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {config.algorithm!r}")
     if config.trace not in TRACES or not 0 <= config.min_failed <= config.max_failed:
         raise ValueError(f"trace must be one of {TRACES} and 0 <= min_failed <= max_failed, got trace="
                          f"{config.trace!r}, min_failed={config.min_failed}, max_failed={config.max_failed}")
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {out} exists and is not a folder")
-    _setup_environment(config.num_threads)
+    setup_environment(config.num_threads)
     started = time.time()
     timings: dict[str, float] = {}
     run_dir = out / config.algorithm
-    _prepare_run_dir(run_dir, config.resume)
+    prepare_run_dir(run_dir, config.resume)
     out.mkdir(parents=True, exist_ok=True)
     budget = config.max_completion_length
 
@@ -656,70 +650,3 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     print(f"files: {out / RESULTS_FILE}; SFT model {sft_dir}; RL run {run_dir} "
           f"(model, checkpoints, eval/, zero_shot/); report: countdown-rl report {run_dir}")
     return results
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``countdown-rl demo`` argument parser (defaults shown are the full demo's)."""
-    d = DemoConfig()
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
-        "generated Countdown puzzles, with a before/after accuracy table.",
-    )
-    p.add_argument("--output-dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
-    p.add_argument("--algorithm", choices=ALGORITHMS, default=d.algorithm, help="RL algorithm (default grpo)")
-    p.add_argument("--seed", type=int, default=d.seed, help=f"seed of puzzles, model and training (default {d.seed})")
-    p.add_argument("--sft-steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
-    p.add_argument("--trace", choices=TRACES, default=d.trace,
-                   help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
-                   f"checked, then the solution; longer) (default {d.trace})")
-    p.add_argument("--grpo-steps", type=int, help=f"RL steps (default {d.grpo_steps})")
-    p.add_argument("--num-eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
-    p.add_argument("--quick", action="store_true", help="~1-minute smoke version: few steps and puzzles")
-    p.add_argument("--resume", action="store_true",
-                   help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
-    return p
-
-
-def config_from_args(args: argparse.Namespace) -> DemoConfig:
-    """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
-    config = quick_config() if args.quick else DemoConfig()
-    overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm, "seed": args.seed,
-                                 "trace": args.trace, "resume": args.resume}
-    if args.sft_steps is not None:
-        overrides["sft_steps"] = args.sft_steps
-    if args.grpo_steps is not None:
-        overrides["grpo_steps"] = args.grpo_steps
-    if args.num_eval is not None:
-        overrides["puzzles"] = replace(config.puzzles, num_eval=args.num_eval)
-    for key in ("sft_steps", "grpo_steps"):
-        if overrides.get(key, 1) <= 0:
-            raise ValueError(f"--{key.replace('_', '-')} must be positive")
-    if args.num_eval is not None and args.num_eval <= 0:
-        raise ValueError("--num-eval must be positive")
-    return replace(config, **overrides)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``countdown-rl demo``; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        config = config_from_args(args)
-    except ValueError as err:
-        parser.error(str(err))
-    try:
-        run_demo(config)
-    except ValueError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

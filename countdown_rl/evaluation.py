@@ -1,79 +1,60 @@
-"""Score a model on Countdown puzzles at one or more token budgets (shared by eval, training, demo, benchmarks).
+"""Score a model on any task's held-out rows at one or more token budgets (eval, training, demo, benchmarks).
 
-1. Generate: :func:`generate` (transformers, batched, left padding) or :func:`generate_vllm` returns, per prompt,
-   ``num_samples`` :class:`Completion` objects (text, tokens up to and including EOS, whether the budget cut it).
-2. Score: :func:`score_samples` runs the exact verifier on every completion and makes one JSON-ready row each.
+1. Generate (:mod:`countdown_rl.generation`): once, at the largest budget, with transformers or vLLM.
+2. Score: :func:`score_samples` asks the task to judge every completion (outcome correct / partial / failed,
+   the extracted answer, the task's main reward) and makes one JSON-ready row each, keeping the row's
+   ground-truth columns.
 3. Aggregate: :func:`summarise` turns rows into a :class:`BudgetResult` (accuracy on first samples, token use,
-   truncation, unbiased pass@k). :func:`evaluate_budgets` generates once at the largest budget and cuts the
-   same completions down to each smaller budget -- identical to separate runs, since a completion never sees
-   its budget -- and :func:`evaluate_puzzles` is its one-budget form.
+   truncation, unbiased pass@k). :func:`evaluate_budgets` cuts the same completions down to each smaller
+   budget -- identical to separate runs, since a completion never sees its budget -- and
+   :func:`evaluate_puzzles` is its one-budget form.
 4. Write and read: :func:`write_eval_outputs` writes ``eval.json``, ``eval.md`` and ``samples.jsonl``
-   atomically; :func:`read_eval`, :func:`read_samples` and :func:`markdown_table` serve the report.
-5. :func:`countdown_metrics` gives the few fractions the trainer logs as ``eval/accuracy`` etc.
+   atomically (``eval.json`` last); :func:`read_eval`, :func:`read_samples` and :func:`markdown_table` serve the
+   report.
+5. :func:`outcome_metrics` gives the few fractions the trainer logs as ``eval_accuracy`` etc.
 
-torch, transformers and vllm are imported inside the functions that need them, so the report and the CLIs'
-argument checks stay fast.
+The task comes from the registry (:func:`countdown_rl.tasks.get_task`): this module imports no task. torch,
+transformers and vllm are imported inside the functions that need them, so the report stays fast.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
-from countdown_rl.tasks.countdown.prompts import build_prompt
-from countdown_rl.tasks.countdown.verifier import Outcome, score_completion
+from countdown_rl.generation import BACKENDS, Completion, cut_to_budget, generate, generate_vllm
+from countdown_rl.tasks import DEFAULT_TASK, Outcome, get_task
+
+if TYPE_CHECKING:
+    from countdown_rl.tasks.base import Task
 
 __all__ = [
+    "SAMPLE_FIELDS",
     "BudgetResult",
-    "Completion",
-    "countdown_metrics",
-    "cut_to_budget",
     "evaluate_budgets",
     "evaluate_puzzles",
-    "format_number",
-    "format_percent",
-    "generate",
-    "generate_vllm",
     "markdown_table",
+    "outcome_metrics",
     "pass_at_k",
     "read_eval",
     "read_samples",
-    "render_markdown_table",
     "score_samples",
     "summarise",
-    "write_atomic",
     "write_eval_outputs",
 ]
 
-BACKENDS = ("transformers", "vllm")
 EVAL_JSON, EVAL_MD, SAMPLES_JSONL = "eval.json", "eval.md", "samples.jsonl"
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Data types
 # --------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One generated completion.
-
-    ``num_tokens`` counts generated tokens up to and including EOS; ``truncated`` means no EOS within the budget.
-    ``token_ids`` (the same tokens) lets :func:`cut_to_budget` shorten it to a smaller budget.
-    """
-
-    text: str
-    num_tokens: int
-    truncated: bool
-    token_ids: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
-
 
 @dataclass
 class BudgetResult:
@@ -118,235 +99,63 @@ class BudgetResult:
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Generation
-# --------------------------------------------------------------------------------------------------------------
-
-
-def _check_sampling(max_new_tokens: int, temperature: float, num_samples: int) -> None:
-    if max_new_tokens <= 0:
-        raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
-    if num_samples < 1:
-        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
-    if temperature == 0 and num_samples > 1:
-        raise ValueError(
-            f"num_samples={num_samples} with temperature=0: greedy decoding gives identical samples; "
-            "set temperature > 0 for pass@k"
-        )
-
-
-def _prompt_texts(tokenizer, prompts: Sequence[Any], chat_template_kwargs: Mapping[str, Any] | None) -> list[str]:
-    """Plain-text prompts as they are; message lists rendered with the chat template (assistant turn opened)."""
-    texts = []
-    for prompt in prompts:
-        if isinstance(prompt, str):
-            texts.append(prompt)
-        else:
-            texts.append(
-                tokenizer.apply_chat_template(
-                    list(prompt), add_generation_prompt=True, tokenize=False, **(chat_template_kwargs or {})
-                )
-            )
-    return texts
-
-
-def _eos_ids(model, tokenizer) -> set[int]:
-    ids: set[int] = set()
-    for value in (getattr(getattr(model, "generation_config", None), "eos_token_id", None), tokenizer.eos_token_id):
-        if isinstance(value, int):
-            ids.add(value)
-        elif value is not None:
-            ids.update(int(v) for v in value)
-    if not ids:
-        raise ValueError("neither the model's generation_config nor the tokenizer defines an EOS token")
-    return ids
-
-
-def _completion_from_ids(ids: Sequence[int], eos: set[int], tokenizer) -> Completion:
-    """Cut generated ids after the first EOS (what follows is padding) and decode."""
-    ids = [int(i) for i in ids]
-    end = next((i + 1 for i, token in enumerate(ids) if token in eos), None)
-    truncated = end is None
-    kept = tuple(ids if truncated else ids[:end])
-    return Completion(tokenizer.decode(list(kept), skip_special_tokens=True), len(kept), truncated, kept)
-
-
-def _left_pad(ids: Sequence[Sequence[int]], pad_id: int):
-    """Left-padded ``input_ids`` and ``attention_mask`` tensors (done here so the tokenizer is never mutated)."""
-    import torch
-
-    width = max(len(x) for x in ids)
-    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for row, x in enumerate(ids):
-        if x:
-            input_ids[row, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-            attention_mask[row, width - len(x) :] = 1
-    return input_ids, attention_mask
-
-
-def generate(
-    model,
-    tokenizer,
-    prompts: Sequence[Any],
-    *,
-    max_new_tokens: int,
-    batch_size: int = 32,
-    temperature: float = 0.0,
-    num_samples: int = 1,
-    seed: int = 0,
-    chat_template_kwargs: Mapping[str, Any] | None = None,
-    show_progress: bool = True,
-) -> list[list[Completion]]:
-    """Generate ``num_samples`` completions per prompt with ``model.generate``; one list per prompt.
-
-    Prompts are strings or chat message lists. Greedy when ``temperature == 0`` (then ``num_samples`` must be
-    1), else sampling. ``batch_size`` counts sequences (prompts x samples). The model is put in eval mode and its
-    training mode is restored afterwards; the global RNG is left as it was (sampling uses a forked RNG seeded
-    with ``seed``), so calling this mid-training changes nothing about training. A tqdm bar counts batches.
-    """
-    import torch
-    from tqdm.auto import tqdm
-
-    _check_sampling(max_new_tokens, temperature, num_samples)
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    texts = _prompt_texts(tokenizer, prompts, chat_template_kwargs)
-    eos = _eos_ids(model, tokenizer)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
-    prompts_per_batch = max(1, batch_size // num_samples)
-    sampling = (
-        # Plain temperature sampling (TRL's default top_p=1, top_k=0), whatever the model's generation_config says.
-        {"do_sample": True, "temperature": float(temperature), "top_p": 1.0, "top_k": 0}
-        if temperature > 0
-        # Unset the sampling knobs so a model's generation_config (e.g. Qwen's top_k=20) warns about nothing.
-        else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-    )
-    device = next(model.parameters()).device
-    was_training = model.training
-    # Fork the RNG (CPU and every CUDA device, which manual_seed reseeds) so that sampling is reproducible and
-    # training's random stream is untouched.
-    cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
-    results: list[list[Completion]] = []
-    try:
-        model.eval()
-        with torch.random.fork_rng(devices=cuda_devices), torch.inference_mode():
-            torch.manual_seed(seed)
-            starts = range(0, len(texts), prompts_per_batch)
-            for start in tqdm(starts, desc=f"generating ({max_new_tokens} tokens)", disable=not show_progress):
-                batch = range(start, min(start + prompts_per_batch, len(texts)))
-                # Tokenized as TRL does: plain text with the tokenizer's special tokens (e.g. BOS), chat-rendered
-                # text as it is (the template wrote them).
-                ids = [tokenizer(texts[i], add_special_tokens=isinstance(prompts[i], str))["input_ids"] for i in batch]
-                input_ids, attention_mask = _left_pad(ids, pad_id)
-                output = model.generate(
-                    input_ids=input_ids.to(device),
-                    attention_mask=attention_mask.to(device),
-                    max_new_tokens=max_new_tokens,
-                    num_return_sequences=num_samples,
-                    pad_token_id=pad_id,
-                    eos_token_id=sorted(eos),
-                    use_cache=True,  # gradient checkpointing switches the cache off in the config
-                    **sampling,
-                )
-                generated = output[:, input_ids.shape[1] :].tolist()
-                for i in range(len(batch)):
-                    rows = generated[i * num_samples : (i + 1) * num_samples]
-                    results.append([_completion_from_ids(seq, eos, tokenizer) for seq in rows])
-    finally:
-        model.train(was_training)
-    return results
-
-
-def generate_vllm(
-    model,
-    tokenizer,
-    prompts: Sequence[Any],
-    *,
-    max_new_tokens: int,
-    batch_size: int | None = None,
-    temperature: float = 0.0,
-    num_samples: int = 1,
-    seed: int = 0,
-    chat_template_kwargs: Mapping[str, Any] | None = None,
-    show_progress: bool = True,
-    dtype: str = "auto",
-) -> list[list[Completion]]:
-    """Like :func:`generate`, with vLLM: ``model`` is a ``vllm.LLM`` or a model path/id to load one from.
-
-    ``tokenizer`` (None: the engine's) renders chat prompts; ``batch_size`` is ignored (vLLM schedules itself).
-    """
-    del batch_size
-    _check_sampling(max_new_tokens, temperature, num_samples)
-    try:
-        import vllm
-    except ImportError as err:
-        raise ImportError("backend 'vllm' needs vllm: pip install 'countdown-rl[vllm]' (CUDA GPU only)") from err
-    llm = vllm.LLM(model=str(model), seed=seed, dtype=dtype) if isinstance(model, (str, os.PathLike)) else model
-    tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
-    params = vllm.SamplingParams(n=num_samples, temperature=float(temperature), max_tokens=max_new_tokens, seed=seed)
-    outputs = llm.generate(_prompt_texts(tokenizer, prompts, chat_template_kwargs), params, use_tqdm=show_progress)
-    return [
-        [
-            # vLLM keeps the EOS token in token_ids and says "length" when the budget stopped it.
-            Completion(o.text, len(o.token_ids), o.finish_reason == "length", tuple(int(t) for t in o.token_ids))
-            for o in request.outputs
-        ]
-        for request in outputs
-    ]
-
-
-def cut_to_budget(completion: Completion, budget: int, tokenizer) -> Completion:
-    """The completion a run with ``max_new_tokens=budget`` would have produced (its first ``budget`` tokens).
-
-    Needs ``token_ids`` only when the completion is longer than the budget.
-    """
-    if completion.num_tokens <= budget:
-        return completion
-    if completion.token_ids is None:
-        raise ValueError("cannot cut a completion without token_ids to a smaller budget")
-    kept = completion.token_ids[:budget]
-    return Completion(tokenizer.decode(list(kept), skip_special_tokens=True), budget, True, kept)
-
-
-# --------------------------------------------------------------------------------------------------------------
 # Scoring and aggregation
 # --------------------------------------------------------------------------------------------------------------
 
 
+SAMPLE_FIELDS = ("prompt", "completion", "answer", "outcome", "reward", "num_tokens", "truncated", "sample_index")
+"""What every sample row holds besides the task's ground-truth columns (and ``max_tokens`` in samples.jsonl)."""
+
+
+def _json_safe(value: Any) -> Any:
+    """Ground-truth values as JSON can hold them (numpy scalars and arrays from datasets become Python)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _resolve_task(task: Task | str | None) -> Task:
+    return get_task(task or DEFAULT_TASK) if task is None or isinstance(task, str) else task
+
+
 def score_samples(
-    puzzles: Sequence[Mapping[str, Any]], prompts: Sequence[Any], completions: Sequence[Sequence[Completion]]
+    rows: Sequence[Mapping[str, Any]],
+    prompts: Sequence[Any],
+    completions: Sequence[Sequence[Completion]],
+    *,
+    task: Task | str | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per completion, puzzle-major: nums, target, prompt, completion, extracted answer, outcome, ...
+    """One row per completion, problem-major: the task's columns, prompt, completion, answer, outcome, ...
 
     >>> rows = score_samples([{"nums": [7, 7, 65], "target": 51}], ["p"],
-    ...                      [[Completion("<answer>(65 - 7) - 7</answer>", 9, False)]])
-    >>> rows[0]["answer"], rows[0]["outcome"], rows[0]["reward"]
-    ('(65 - 7) - 7', 'correct', 1.0)
+    ...                      [[Completion("<answer>(65 - 7) - 7</answer>", 9, False)]], task="countdown")
+    >>> rows[0]["answer"], rows[0]["outcome"], rows[0]["reward"], rows[0]["nums"]
+    ('(65 - 7) - 7', 'correct', 1.0, [7, 7, 65])
     """
-    if not len(puzzles) == len(prompts) == len(completions):
-        raise ValueError(f"{len(puzzles)} puzzles, {len(prompts)} prompts and {len(completions)} completion lists")
-    rows = []
-    for puzzle, prompt, samples in zip(puzzles, prompts, completions):
-        nums, target = [int(x) for x in puzzle["nums"]], int(puzzle["target"])
+    task = _resolve_task(task)
+    if not len(rows) == len(prompts) == len(completions):
+        raise ValueError(f"{len(rows)} rows, {len(prompts)} prompts and {len(completions)} completion lists")
+    out = []
+    for row, prompt, samples in zip(rows, prompts, completions):
+        truth = {column: _json_safe(row[column]) for column in task.columns}
         for index, completion in enumerate(samples):
-            score = score_completion(completion.text, nums, target)
-            rows.append(
+            verdict = task.judge(completion.text, row)
+            out.append(
                 {
-                    "nums": nums,
-                    "target": target,
+                    **truth,
                     "prompt": prompt,
                     "completion": completion.text,
-                    "answer": score.equation,
-                    "outcome": score.outcome.value,
-                    "reward": score.reward,
+                    "answer": verdict.answer,
+                    "outcome": verdict.outcome.value,
+                    "reward": verdict.reward,
                     "num_tokens": completion.num_tokens,
                     "truncated": completion.truncated,
                     "sample_index": index,
                 }
             )
-    return rows
+    return out
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -413,11 +222,11 @@ def summarise(samples: Sequence[Mapping[str, Any]], max_tokens: int, num_samples
     )
 
 
-def countdown_metrics(result: BudgetResult) -> dict[str, float]:
+def outcome_metrics(result: BudgetResult) -> dict[str, float]:
     """What the trainer logs at each evaluation (as ``eval/accuracy`` etc.): fractions of puzzles and mean tokens.
 
     >>> r = summarise([{"outcome": "partial", "num_tokens": 6, "truncated": False, "sample_index": 0}], 8)
-    >>> countdown_metrics(r)
+    >>> outcome_metrics(r)
     {'accuracy': 0.0, 'partial': 1.0, 'failed': 0.0, 'mean_completion_tokens': 6.0}
     """
     return {
@@ -433,9 +242,8 @@ def countdown_metrics(result: BudgetResult) -> dict[str, float]:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _prompts_for(puzzles: Sequence[Mapping[str, Any]], template: str) -> list[Any]:
-    return [p["prompt"] if p.get("prompt") is not None else build_prompt(p["nums"], p["target"], template)
-            for p in puzzles]
+def _prompts_for(task: Task, rows: Sequence[Mapping[str, Any]], template: str | None) -> list[Any]:
+    return [row["prompt"] if row.get("prompt") is not None else task.prompt(row, template) for row in rows]
 
 
 def _load_tokenizer(name_or_path):
@@ -450,7 +258,8 @@ def evaluate_budgets(
     puzzles: Sequence[Mapping[str, Any]],
     *,
     budgets: Iterable[int],
-    template: str = "r1_zero",
+    task: Task | str | None = None,
+    template: str | None = None,
     batch_size: int = 32,
     temperature: float = 0.0,
     num_samples: int = 1,
@@ -459,7 +268,9 @@ def evaluate_budgets(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
 ) -> list[tuple[BudgetResult, list[dict[str, Any]]]]:
-    """Score ``puzzles`` at every budget from ONE generation at the largest budget; results in budget order.
+    """Score ``puzzles`` (rows with the task's columns and optionally ``prompt``) at every budget from ONE
+    generation at the largest budget; results in budget order. ``task`` is a task or its name (default
+    countdown), ``template`` one of its prompt templates (default: the task's), used for rows without a prompt.
 
     A completion never sees its budget, so its first B tokens are what a run with ``max_new_tokens=B`` makes
     (the same batches, the same seed): cutting is exact for greedy decoding and for seeded sampling alike.
@@ -471,8 +282,9 @@ def evaluate_budgets(
         raise ValueError("no puzzles to evaluate")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    task = _resolve_task(task)
     puzzles = [dict(p) for p in puzzles]
-    prompts = _prompts_for(puzzles, template)
+    prompts = _prompts_for(task, puzzles, template)
     if tokenizer is None:  # vLLM: the engine's tokenizer, or the one saved with the model
         tokenizer = model.get_tokenizer() if hasattr(model, "get_tokenizer") else _load_tokenizer(model)
     generator = generate if backend == "transformers" else generate_vllm
@@ -491,7 +303,7 @@ def evaluate_budgets(
     out = []
     for budget in budgets:
         cut = [[cut_to_budget(c, budget, tokenizer) for c in samples] for samples in completions]
-        rows = score_samples(puzzles, prompts, cut)
+        rows = score_samples(puzzles, prompts, cut, task=task)
         out.append((summarise(rows, budget, num_samples), rows))
     return out
 
@@ -502,7 +314,8 @@ def evaluate_puzzles(
     puzzles: Sequence[Mapping[str, Any]],
     *,
     max_tokens: int,
-    template: str = "r1_zero",
+    task: Task | str | None = None,
+    template: str | None = None,
     batch_size: int = 32,
     temperature: float = 0.0,
     num_samples: int = 1,
@@ -511,7 +324,7 @@ def evaluate_puzzles(
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
 ) -> tuple[BudgetResult, list[dict[str, Any]]]:
-    """Generate for ``puzzles`` (dicts with ``nums``, ``target`` and optionally ``prompt``) and score them.
+    """Generate for ``puzzles`` (rows with the task's columns and optionally ``prompt``) and score them.
 
     ``model`` is a transformers model, or for ``backend="vllm"`` a ``vllm.LLM`` or a model path. Returns the
     :class:`BudgetResult` and the per-sample rows of :func:`score_samples`.
@@ -521,6 +334,7 @@ def evaluate_puzzles(
         tokenizer,
         puzzles,
         budgets=[max_tokens],
+        task=task,
         template=template,
         batch_size=batch_size,
         temperature=temperature,
@@ -598,10 +412,10 @@ def write_eval_outputs(
         for r in results
         for row in samples_by_budget.get(r.max_tokens, ())
     ]
-    described = ", ".join(f"{k}: `{meta[k]}`" for k in ("model", "dataset", "split", "template") if k in meta)
+    described = ", ".join(f"{k}: `{meta[k]}`" for k in ("task", "model", "dataset", "split", "template") if k in meta)
     sampling = "greedy" if not meta.get("temperature") else f"temperature {meta['temperature']}"
     md = (
-        f"# Countdown evaluation\n\n{described}\n\n"
+        f"# {str(meta.get('task', DEFAULT_TASK)).capitalize()} evaluation\n\n{described}\n\n"
         f"{results[0].num_puzzles if results else 0} puzzles, {sampling}, "
         f"{meta.get('num_samples', 1)} sample(s) per puzzle, backend `{meta.get('backend', '?')}`, "
         f"countdown-rl {meta['version']}, {meta['date']}.\n\n{markdown_table(results)}\n"

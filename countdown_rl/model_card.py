@@ -1,54 +1,50 @@
 """The model card (``README.md`` in ``output_dir``) of a countdown-rl run.
 
-1. ``run_info.json``, written by ``countdown-rl train`` before training, says what was trained: base model,
-   dataset, algorithm, max completion length.
+1. ``run_info.json`` (:class:`countdown_rl.runs.RunRecord`), written before training, says what was trained:
+   task, base model, dataset, algorithm, max completion length.
 2. ``eval/eval.json``, written by the final evaluation, holds the held-out results table (when it exists).
-3. ``render_model_card`` turns both into Markdown with Hub metadata (base_model, datasets, tags ``countdown-rl`` and
-   ``grpo`` or ``dr-grpo``); ``write_model_card`` writes it atomically.
+3. :func:`render_model_card` turns both into Markdown with Hub metadata (base_model, datasets, tags
+   ``countdown-rl``, the algorithm's tag and the task's name); :func:`write_model_card` writes it atomically.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
-from countdown_rl.evaluation import markdown_table, read_eval
-from countdown_rl.files import write_atomic, write_json_atomic
-
-RUN_INFO = "run_info.json"
-FINAL_EVAL = Path("eval") / "eval.json"
-ALGORITHM_TAGS = {"grpo": "grpo", "dr_grpo": "dr-grpo"}
+from countdown_rl.algorithms import ALGORITHMS, display_name
+from countdown_rl.evaluation import EVAL_JSON, markdown_table, read_eval
+from countdown_rl.files import write_atomic
+from countdown_rl.runs import FINAL_EVAL_DIR, RUN_INFO, RunRecord, read_run_record
 
 
-
-
-def render_model_card(
-    *, base_model: str, dataset: str, algorithm: str, max_completion_length: int, final_eval: dict | None
-) -> str:
+def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
     """Markdown model card with Hub front matter.
 
-    >>> card = render_model_card(base_model="Qwen/Qwen3-1.7B", dataset="d", algorithm="dr_grpo",
-    ...                          max_completion_length=512, final_eval=None)
-    >>> "- dr-grpo" in card and "Qwen/Qwen3-1.7B" in card
+    >>> card = render_model_card(RunRecord(task="countdown", algorithm="dr_grpo", model="Qwen/Qwen3-1.7B",
+    ...                                    dataset="d", max_completion_length=512), None)
+    >>> "- dr-grpo" in card and "Qwen/Qwen3-1.7B" in card and "- countdown" in card
     True
     """
-    tags = ["countdown-rl", ALGORITHM_TAGS.get(algorithm, algorithm), "trl", "countdown"]
-    front = ["---", f"base_model: {base_model}", "datasets:", f"- {dataset}", "library_name: transformers", "tags:"]
-    front += [f"- {tag}" for tag in tags] + ["---", ""]
-    name = {"grpo": "GRPO", "dr_grpo": "Dr.GRPO"}.get(algorithm, algorithm)
+    algorithm = ALGORITHMS.get(record.algorithm)
+    tags = ["countdown-rl", algorithm.tag if algorithm else record.algorithm, "trl", record.task]
+    front = ["---", f"base_model: {record.model}", "datasets:", f"- {record.dataset}", "library_name: transformers",
+             "tags:"]
+    front += [f"- {tag}" for tag in dict.fromkeys(tags)] + ["---", ""]
+    name = display_name(record.algorithm)
+    budget = "?" if record.max_completion_length is None else record.max_completion_length
     body = [
-        f"# {base_model} trained on Countdown with {name}",
+        f"# {record.model} trained on {record.task} with {name}",
         "",
-        f"Fine-tuned with countdown-rl ({name}, on TRL's GRPOTrainer) to write an "
-        "equation that reaches a target from given numbers, inside `<answer></answer>` tags.",
+        f"Fine-tuned with countdown-rl ({name}, on TRL's GRPOTrainer) on the `{record.task}` task, with "
+        "rewards checked by a verifier.",
         "",
         "| | |",
         "|---|---|",
-        f"| base model | `{base_model}` |",
-        f"| dataset | `{dataset}` |",
-        f"| algorithm | {name} (`{algorithm}`) |",
-        f"| max completion length | {max_completion_length} tokens |",
+        f"| task | `{record.task}` |",
+        f"| base model | `{record.model}` |",
+        f"| dataset | `{record.dataset}` |",
+        f"| algorithm | {name} (`{record.algorithm}`) |",
+        f"| max completion length | {budget} tokens |",
         "",
         "## Held-out evaluation",
         "",
@@ -56,7 +52,7 @@ def render_model_card(
     if final_eval and final_eval.get("results"):
         meta = final_eval.get("meta", {})
         body.append(
-            f"{meta.get('num_puzzles', '?')} held-out puzzles, "
+            f"{meta.get('num_puzzles', '?')} held-out problems, "
             f"{'greedy' if not meta.get('temperature') else 'temperature ' + str(meta['temperature'])} decoding."
         )
         body += ["", markdown_table(final_eval["results"])]
@@ -65,27 +61,21 @@ def render_model_card(
     return "\n".join(front + body) + "\n"
 
 
-def write_model_card(output_dir: str | Path, *, fallback: dict[str, Any] | None = None) -> Path:
+def write_model_card(output_dir: str | Path, *, fallback: RunRecord | None = None) -> Path:
     """Render the card from ``run_info.json`` (or ``fallback``) and ``eval/eval.json`` into ``output_dir/README.md``.
 
-    >>> import tempfile; d = Path(tempfile.mkdtemp())
-    >>> write_json_atomic(d / RUN_INFO, {"model": "m", "dataset": "d", "algorithm": "grpo",
-    ...                                  "max_completion_length": 256})
+    >>> import tempfile; from countdown_rl.runs import write_run_record
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = write_run_record(d, RunRecord(task="gsm8k", algorithm="grpo", max_completion_length=256))
     >>> "- grpo" in write_model_card(d).read_text()
     True
     """
     output_dir = Path(output_dir)
-    run_info = output_dir / RUN_INFO
-    info = json.loads(run_info.read_text()) if run_info.is_file() else fallback
-    if info is None:
-        raise FileNotFoundError(f"{output_dir / RUN_INFO} is missing and no fallback run info was given")
-    card = render_model_card(
-        base_model=info["model"],
-        dataset=info["dataset"],
-        algorithm=info["algorithm"],
-        max_completion_length=info["max_completion_length"],
-        final_eval=read_eval(output_dir / FINAL_EVAL) if (output_dir / FINAL_EVAL).is_file() else None,
-    )
+    record = read_run_record(output_dir) or fallback
+    if record is None:
+        raise FileNotFoundError(f"{output_dir / RUN_INFO} is missing and no fallback run record was given")
+    final = output_dir / FINAL_EVAL_DIR / EVAL_JSON
+    card = render_model_card(record, read_eval(final) if final.is_file() else None)
     path = output_dir / "README.md"
     write_atomic(path, card)
     return path

@@ -1,4 +1,4 @@
-"""``countdown-rl report RUN_DIR... --out REPORT_DIR``: tables, plots and samples from training runs.
+"""Tables, plots and samples from training runs (the library behind ``countdown-rl report``).
 
 1. Read each run directory: ``trainer_state.json`` (the output dir's, else the newest ``checkpoint-*``'s),
    ``run_info.json`` (algorithm, max_completion_length, model, dataset), ``eval/eval.json`` and
@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -24,19 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.evaluation import (
-    BudgetResult,
-    format_number,
-    format_percent,
-    read_eval,
-    read_samples,
-    render_markdown_table,
-    write_atomic,
-)
+from countdown_rl.evaluation import SAMPLE_FIELDS, BudgetResult, read_eval, read_samples
+from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
+from countdown_rl.runs import FINAL_EVAL_DIR, RUN_INFO, TRAINER_STATE, ZERO_SHOT_DIR, read_run_record
 
-PROG = "countdown-rl report"
-TRAINER_STATE, RUN_INFO = "trainer_state.json", "run_info.json"
-TRAINED_EVAL, ZERO_SHOT_EVAL = Path("eval"), Path("zero_shot")
+TRAINED_EVAL, ZERO_SHOT_EVAL = Path(FINAL_EVAL_DIR), Path(ZERO_SHOT_DIR)
 PLOTS = {
     "accuracy_vs_step": "accuracy_vs_step.png",
     "accuracy_by_budget": "accuracy_by_budget.png",
@@ -117,8 +108,13 @@ def _at_budget(evaluation: dict[str, Any] | None, max_tokens: int | None) -> Bud
 
 def _run_info(path: Path, trained: dict | None, zero_shot: dict | None, notes: list[str]) -> dict[str, Any]:
     """run_info.json, with missing keys filled from the eval files (and a note saying so)."""
-    info = _read_json(path / RUN_INFO) if (path / RUN_INFO).is_file() else {}
-    if not info:
+    try:
+        record = read_run_record(path)
+    except ValueError as err:
+        raise ReportError(str(err)) from None
+    # "unknown" and None are what the record holds when run_info.json lacked the key: fill those from elsewhere
+    info = {k: v for k, v in (record.to_dict() if record else {}).items() if v not in (None, "unknown")}
+    if record is None:
         notes.append(f"no {RUN_INFO}; algorithm, budget, model and dataset taken from the eval files where possible")
     if info.get("algorithm") is None:
         info["algorithm"] = "unknown"
@@ -296,7 +292,7 @@ def _fence(text: str) -> str:
 
 def samples_markdown(runs: Sequence[Run], per_kind: int = 2) -> str:
     """``samples.md``: up to ``per_kind`` correct and ``per_kind`` incorrect first samples per run."""
-    lines = ["# Countdown samples", ""]
+    lines = ["# Samples", ""]
     for run in runs:
         lines += [f"## {run.name}", ""]
         first = [row for row in run.samples if row.get("sample_index", 0) == 0]
@@ -312,9 +308,11 @@ def samples_markdown(runs: Sequence[Run], per_kind: int = 2) -> str:
                 lines += ["None.", ""]
             for row in chosen:
                 fence = _fence(row["completion"])
+                # The task's ground-truth columns are whatever a sample row holds besides the common fields.
+                truth = ", ".join(f"{k} {row[k]}" for k in row if k not in (*SAMPLE_FIELDS, "max_tokens"))
                 lines += [
-                    f"- nums {row['nums']}, target {row['target']}: **{row['outcome']}**, "
-                    + ("no answer tag" if row["answer"] is None else f"answer `{row['answer']}`")
+                    f"- {truth}: **{row['outcome']}**, "
+                    + ("no answer" if row["answer"] is None else f"answer `{row['answer']}`")
                     + f", {row['num_tokens']} tokens{' (truncated)' if row['truncated'] else ''}",
                     "", f"{fence}text", row["completion"], fence, "",
                 ]
@@ -432,9 +430,9 @@ def plot_length_correct_vs_incorrect(runs: Sequence[Run], path: Path) -> bool:
     """Mean length of correct (solid) and incorrect (dashed) completions over training."""
     return _line_plot(
         runs, path, "Length of correct vs incorrect completions", "mean completion length (tokens)",
-        lambda run: [(" correct", *series(run.log_history, "countdown/completion_length_correct"), "-"),
-                     (" incorrect", *series(run.log_history, "countdown/completion_length_incorrect"), "--")],
-        empty="no countdown/completion_length_correct or _incorrect logged",
+        lambda run: [(" correct", *series(run.log_history, "outcomes/mean_length_correct"), "-"),
+                     (" incorrect", *series(run.log_history, "outcomes/mean_length_incorrect"), "--")],
+        empty="no outcomes/mean_length_correct or _incorrect logged",
     )
 
 
@@ -510,31 +508,3 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path, *, samples
     write_atomic(out / "samples.md", samples_markdown(runs, samples_per_kind))
     write_atomic(out / "results.md", markdown)
     return runs
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``countdown-rl report`` argument parser."""
-    p = argparse.ArgumentParser(prog=PROG, description="Tables, plots and samples from training run directories.")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                   help="training output_dir (trainer_state.json, run_info.json, eval/, zero_shot/)")
-    p.add_argument("--out", default="report", help="report folder (default: report)")
-    p.add_argument("--samples", type=int, default=2, help="successes and failures shown per run (default 2)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``countdown-rl report``; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    try:
-        runs = write_report(args.run_dirs, args.out, samples_per_kind=max(0, args.samples))
-    except (ReportError, ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
-    print(f"wrote {len(runs)} run(s) to {args.out}/: results.md, results.csv, samples.md, "
-          + ", ".join(PLOTS.values()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,13 +4,14 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
 
 1. Advantages: ``_calculate_rewards`` (TRL's, gathered across processes) is captured; after TRL's
    ``_generate_and_score_completions`` we recompute the advantages with ``grpo.group_advantages`` and keep this
-   process's slice. Countdown outcome and advantage metrics are logged on the way.
+   process's slice. The task's outcome metrics (``outcomes/correct`` ...) and advantage metrics are logged.
 2. Loss: ``_compute_loss`` is re-implemented compactly on ``grpo.compute_loss`` + ``grpo.reduce_loss``, keeping
    TRL's k3 KL (with its bias-correction factor), the vLLM importance-sampling ratio, tool masks, MoE aux loss,
    division by the accumulation steps, and the entropy / KL / clip-ratio logs.
 
 These hooks are private in TRL, so trl is pinned exactly and ``tests/test_trl_pin.py`` plus the parity tests
-against stock TRL trip on any change.
+against stock TRL trip on any change. The task (``task=``, any :class:`countdown_rl.tasks.base.Task`) only judges
+completions for metrics and the held-out evaluation; the rewards are TRL's reward functions as usual.
 """
 
 from __future__ import annotations
@@ -22,13 +23,9 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl import grpo
-from countdown_rl.tasks.countdown.verifier import Outcome, classify_outcome
+from countdown_rl.algorithms import ALGORITHMS
+from countdown_rl.tasks import Outcome
 
-ALGORITHMS = {
-    # algorithm -> (reduction, std_normalization) it stands for
-    "grpo": ("masked_mean", "group"),
-    "dr_grpo": ("masked_mean_drgrpo", "none"),
-}
 # our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
 REDUCTION_TO_LOSS_TYPE = {
     "masked_mean": "grpo",
@@ -122,7 +119,8 @@ class CountdownGRPOConfig(GRPOConfig):
     def __post_init__(self):
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {self.algorithm!r}")
-        preset_reduction, preset_std = ALGORITHMS[self.algorithm]
+        preset = ALGORITHMS[self.algorithm]
+        preset_reduction, preset_std = preset.reduction, preset.std_normalization
         self.reduction = self.reduction or preset_reduction
         self.std_normalization = self.std_normalization or preset_std
         if self.reduction not in grpo.REDUCTIONS:
@@ -168,19 +166,23 @@ class CountdownGRPOConfig(GRPOConfig):
 
 
 class CountdownGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose advantages and loss reduction come from ``countdown_rl.grpo`` (see module docstring)."""
+    """GRPOTrainer whose advantages and loss reduction come from ``countdown_rl.grpo`` (see module docstring).
 
-    def __init__(self, *args, **kwargs):
+    ``task`` (optional) judges completions: outcome metrics during training and the greedy held-out evaluation.
+    """
+
+    def __init__(self, *args, task=None, **kwargs):
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, CountdownGRPOConfig):
             raise TypeError(f"CountdownGRPOTrainer needs a CountdownGRPOConfig, got {type(self.args).__name__}")
+        self.task = task
         self._gathered_rewards_per_func: torch.Tensor | None = None
 
     # -- advantages -------------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         self._gathered_rewards_per_func = rewards_per_func
-        self._log_countdown_outcomes(inputs, completions, completion_ids_list)
+        self._log_outcomes(inputs, completions, completion_ids_list)
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
@@ -210,16 +212,19 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self._metrics[mode][f"advantages/{name}"].append(value)
         return output
 
-    def _log_countdown_outcomes(self, inputs, completions, completion_ids_list) -> None:
+    def _has_task_columns(self, columns) -> bool:
+        return self.task is not None and set(self.task.columns) <= set(columns)
+
+    def _log_outcomes(self, inputs, completions, completion_ids_list) -> None:
         """Correct / partial / failed fractions and the mean length of correct vs incorrect completions."""
-        if not inputs or "nums" not in inputs[0] or "target" not in inputs[0]:
+        if not inputs or not self._has_task_columns(inputs[0]):
             return
-        from countdown_rl.tasks.countdown.rewards import completion_text
+        from countdown_rl.tasks.base import completion_text
 
         # correct, partial, failed, tokens of correct, tokens of incorrect: counted in Python, one tensor to gather
         counts = [0, 0, 0, 0, 0]
         for example, completion, ids in zip(inputs, completions, completion_ids_list, strict=True):
-            outcome = classify_outcome(completion_text(completion), example["nums"], example["target"])
+            outcome = self.task.judge(completion_text(completion), example).outcome
             counts[{Outcome.CORRECT: 0, Outcome.PARTIAL: 1, Outcome.FAILED: 2}[outcome]] += 1
             counts[3 if outcome == Outcome.CORRECT else 4] += len(ids)
         counts = torch.tensor([counts], dtype=torch.float64, device=self.accelerator.device)
@@ -228,27 +233,28 @@ class CountdownGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         n = correct + partial + failed
         metrics = self._metrics[mode]
-        metrics["countdown/correct"].append(correct / n)
-        metrics["countdown/partial"].append(partial / n)
-        metrics["countdown/failed"].append(failed / n)
+        metrics["outcomes/correct"].append(correct / n)
+        metrics["outcomes/partial"].append(partial / n)
+        metrics["outcomes/failed"].append(failed / n)
         if correct:
-            metrics["countdown/completion_length_correct"].append(len_correct / correct)
+            metrics["outcomes/mean_length_correct"].append(len_correct / correct)
         if partial + failed:
-            metrics["countdown/completion_length_incorrect"].append(len_incorrect / (partial + failed))
+            metrics["outcomes/mean_length_incorrect"].append(len_incorrect / (partial + failed))
 
     # -- evaluation and model card ---------------------------------------------------------------------------
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"):
-        """Greedy Countdown scoring of the held-out subset (``eval_accuracy``, ``eval_partial``, ...).
+        """Greedy scoring of the held-out subset by the task (``eval_accuracy``, ``eval_partial``, ...).
 
-        Datasets without ``nums``/``target`` columns get TRL's own evaluation (loss on generated batches).
+        Without a task, or a dataset without the task's columns, TRL's own evaluation runs (loss on generated
+        batches).
         """
         dataset = self.eval_dataset if eval_dataset is None else eval_dataset
-        if dataset is None or not {"nums", "target"} <= set(dataset.column_names):
+        if dataset is None or not self._has_task_columns(dataset.column_names):
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
-        from countdown_rl.evaluation import countdown_metrics
+        from countdown_rl.evaluation import outcome_metrics
 
-        result = self.evaluate_countdown(dataset)
-        metrics = {f"{metric_key_prefix}_{key}": value for key, value in countdown_metrics(result).items()}
+        result = self.evaluate_task(dataset)
+        metrics = {f"{metric_key_prefix}_{key}": value for key, value in outcome_metrics(result).items()}
         was_training = self.model.training
         self.model.eval()  # GRPOTrainer.log flushes the metrics of the current mode: keep the train ones
         self.log(dict(metrics))
@@ -256,7 +262,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
 
-    def evaluate_countdown(self, dataset, final: bool = False):
+    def evaluate_task(self, dataset, final: bool = False):
         """Score ``dataset`` greedily at ``max_completion_length``; each process takes a shard, results are gathered.
 
         With ``final=True`` the results also go to ``<output_dir>/eval`` (eval.json, eval.md, samples.jsonl).
@@ -267,6 +273,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
         from countdown_rl.evaluation import evaluate_puzzles, summarise, write_eval_outputs
 
+        if self.task is None:
+            raise ValueError("evaluate_task needs the trainer's task (CountdownGRPOTrainer(..., task=get_task(name)))")
         shard = dataset.shard(self.accelerator.num_processes, self.accelerator.process_index, contiguous=True)
         model = self.accelerator.unwrap_model(self.model)
         _, samples = evaluate_puzzles(
@@ -274,6 +282,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self.processing_class,
             list(shard),
             max_tokens=self.max_completion_length,
+            task=self.task,
             batch_size=self.args.per_device_eval_batch_size,
             chat_template_kwargs=self.chat_template_kwargs,
             show_progress=final,
@@ -281,24 +290,28 @@ class CountdownGRPOTrainer(GRPOTrainer):
         samples = gather_object(samples)
         result = summarise(samples, max_tokens=self.max_completion_length, num_samples=1)
         if final and self.accelerator.is_main_process:
-            meta = {"model": self.args.output_dir, "split": "test", "num_puzzles": len(dataset), "temperature": 0.0,
-                    "num_samples": 1, "backend": "transformers", "stage": "final"}
+            meta = {"task": self.task.name, "model": self.args.output_dir, "split": "test",
+                    "num_puzzles": len(dataset), "temperature": 0.0, "num_samples": 1, "backend": "transformers",
+                    "stage": "final"}
             write_eval_outputs(os.path.join(self.args.output_dir, "eval"), [result],
                                {self.max_completion_length: samples}, meta)
         return result
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """Our card (base model, dataset, algorithm, budget, final evaluation) instead of TRL's generic one."""
+        """Our card (task, base model, dataset, algorithm, budget, final evaluation) instead of TRL's generic one."""
         if not self.is_world_process_zero():
             return
         from countdown_rl.model_card import write_model_card
+        from countdown_rl.runs import RunRecord
 
-        fallback = {
-            "model": getattr(self.accelerator.unwrap_model(self.model).config, "_name_or_path", "unknown"),
-            "dataset": dataset_name or "unknown",
-            "algorithm": self.args.algorithm,
-            "max_completion_length": self.max_completion_length,
-        }
+        # Used when the trainer runs outside our pipeline, which writes run_info.json before training.
+        fallback = RunRecord(
+            task=self.task.name if self.task is not None else "unknown",
+            algorithm=self.args.algorithm,
+            model=getattr(self.accelerator.unwrap_model(self.model).config, "_name_or_path", "unknown"),
+            dataset=dataset_name or "unknown",
+            max_completion_length=self.max_completion_length,
+        )
         write_model_card(self.args.output_dir, fallback=fallback)
 
     # -- loss -------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Tests for countdown_rl.data: loading, validation, dedupe, splits and prompt columns (all offline)."""
+"""Tests for countdown_rl.data on the Countdown task: loading, validation, dedupe, splits and prompt columns
+(all offline). Other tasks' rows go through the same functions in tests/test_tasks_data.py."""
 
 import os
 
@@ -15,15 +16,28 @@ from datasets import Dataset, DatasetDict
 
 from countdown_rl import data
 from countdown_rl.tasks.countdown import puzzles
-from countdown_rl.data import (
-    dedupe_countdown,
-    load_countdown,
-    prepare_countdown,
-    split_countdown,
-    validate_countdown,
-    write_jsonl,
-)
+from countdown_rl.data import dedupe, load_rows, prepare_dataset, split_rows, write_jsonl
+from countdown_rl.tasks import get_task
+from countdown_rl.tasks.countdown import TINYZERO_BOUNDS, CountdownTask
 from countdown_rl.tasks.countdown.prompts import build_prompt
+
+TASK = get_task("countdown")
+
+
+def load_countdown(path, **kwargs):
+    return load_rows(TASK, path, **kwargs)[0]
+
+
+def prepare_countdown(path, **kwargs):
+    return prepare_dataset(TASK, path, **kwargs)
+
+
+def split_countdown(ds, tinyzero_bounds=None, **kwargs):
+    return split_rows(TASK, list(ds), bounds=tinyzero_bounds, **kwargs)[:2]
+
+
+def dedupe_countdown(ds):
+    return dedupe(TASK, list(ds))
 
 N = 60
 
@@ -113,9 +127,10 @@ def test_missing_columns_error_names_found_columns(tmp_path):
     assert "\n" not in message and "p.jsonl" in message and "'nums'" in message and "'numbers'" in message
 
 
-def test_missing_columns_in_a_dataset():
-    with pytest.raises(ValueError, match=r"missing column\(s\) \['target'\].*'nums', 'goal'"):
-        validate_countdown(Dataset.from_dict({"nums": [[1]], "goal": [1]}), source="mine")
+def test_missing_columns_in_a_parquet_file(tmp_path, cache):
+    Dataset.from_dict({"nums": [[1]], "goal": [1]}).to_parquet(str(tmp_path / "mine.parquet"))
+    with pytest.raises(ValueError, match=r"mine\.parquet: missing column\(s\) \['target'\].*'nums', 'goal'"):
+        load_countdown(tmp_path / "mine.parquet", cache_dir=cache)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +140,9 @@ def test_missing_columns_in_a_dataset():
         ({"target": 3.5}, "'target' is 3.5, expected an integer"),
         ({"target": True}, "'target' is True, expected an integer"),
         ({"target": None}, "'target' is None, expected an integer"),
-        ({"nums": []}, "'nums' is [], expected a non-empty list of integers"),
+        ({"nums": []}, "'nums' is [], expected a non-empty list of non-negative integers"),
+        # the same rule as the rewards: a negative number could never be used without a unary minus
+        ({"nums": [1, -2]}, "'nums' is [1, -2], expected a non-empty list of non-negative integers"),
         ({"nums": [1, "2"]}, "'nums' is [1, '2'], expected a non-empty list"),
         ({"nums": [1, False]}, "'nums' is [1, False], expected"),
         ({"nums": 5}, "'nums' is 5, expected"),
@@ -260,7 +277,7 @@ def test_tinyzero_split_positions_and_leak_removal(rows):
 
 
 def test_tinyzero_split_too_small_dataset(rows):
-    assert data.TINYZERO_BOUNDS == (327_680, 328_704)
+    assert TINYZERO_BOUNDS == (327_680, 328_704)
     with pytest.raises(ValueError, match=r"at least 328704 rows .* has 60"):
         split_countdown(Dataset.from_list(rows), method="tinyzero")
     with pytest.raises(ValueError, match="at least 70 rows"):
@@ -287,7 +304,7 @@ def test_prepare_r1_zero(tmp_path, rows):
 def test_prepare_chat_and_tinyzero(tmp_path, rows):
     write_jsonl(rows, tmp_path / "raw.jsonl")
     train, test, info = prepare_countdown(
-        tmp_path / "raw.jsonl", template="chat", split_method="tinyzero", tinyzero_bounds=(50, 56)
+        tmp_path / "raw.jsonl", template="chat", split_method="tinyzero", bounds=(50, 56)
     )
     assert plain(test) == rows[50:56] and plain(train) == rows[:50]
     assert (info.train, info.test, info.duplicates_removed, info.split_method) == (50, 6, 0, "tinyzero")
@@ -319,11 +336,10 @@ def test_write_jsonl_round_trip(tmp_path, rows):
     assert [json.loads(line) for line in path.read_text().splitlines()] == rows
 
 
-def test_reexports_from_data():
-    assert data.generate_countdown is puzzles.generate_countdown
-    assert data.solve is puzzles.solve
-    assert data.DEFAULT_DATASET == "justinphan3110/Countdown-Tasks-3to4"
-    assert "Jiayi-Pan/Countdown-Tasks-3to4" in data.KNOWN_DATASETS
+def test_countdown_datasets_and_default():
+    assert TASK.default_dataset == "justinphan3110/Countdown-Tasks-3to4"
+    assert set(CountdownTask.known_datasets) == {"justinphan3110/Countdown-Tasks-3to4", "Jiayi-Pan/Countdown-Tasks-3to4"}
+    assert TASK.positional_splits == {"tinyzero": TINYZERO_BOUNDS}
 
 
 def test_import_does_not_load_datasets():

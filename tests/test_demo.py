@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from countdown_rl import demo
+from countdown_rl.commands import demo as demo_cli
+from countdown_rl.commands import report as report_cli
 from countdown_rl.evaluation import format_number, format_percent, read_eval
 
 
@@ -16,7 +18,7 @@ def _run(argv):
     """Run ``countdown-rl demo`` in-process; returns (exit code, stdout)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = demo.main(argv)
+        code = demo_cli.main(argv)
     return code, out.getvalue()
 
 
@@ -97,7 +99,7 @@ def test_report_reads_the_run_with_its_zero_shot(quick_runs, tmp_path):
 
     out, _, _ = quick_runs
     with contextlib.redirect_stdout(io.StringIO()):
-        assert report.main([str(out / "grpo"), "--out", str(tmp_path / "report")]) == 0
+        assert report_cli.main([str(out / "grpo"), "--out", str(tmp_path / "report")]) == 0
     markdown = (tmp_path / "report" / "results.md").read_text()
     assert "zero_shot/eval.json" not in markdown and "no trainer_state.json" not in markdown
     row = (tmp_path / "report" / "results.csv").read_text().splitlines()[1].split(",")
@@ -123,15 +125,15 @@ def test_puzzles_are_disjoint_deterministic_and_in_range():
 
 
 def test_flags_override_the_presets():
-    args = demo.build_parser().parse_args(["--quick", "--grpo-steps", "7", "--num-eval", "12", "--algorithm", "dr_grpo"])
-    config = demo.config_from_args(args)
+    args = demo_cli.build_parser().parse_args(["--quick", "--grpo-steps", "7", "--num-eval", "12", "--algorithm", "dr_grpo"])
+    config = demo_cli.config_from_args(args)
     assert config.quick and config.grpo_steps == 7 and config.puzzles.num_eval == 12 and config.algorithm == "dr_grpo"
     assert config.sft_steps == demo.quick_config().sft_steps
-    full = demo.config_from_args(demo.build_parser().parse_args([]))
+    full = demo_cli.config_from_args(demo_cli.build_parser().parse_args([]))
     assert full == demo.DemoConfig() and not full.quick and full.trace == "solver"
-    assert demo.config_from_args(demo.build_parser().parse_args(["--trace", "search"])).trace == "search"
+    assert demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--trace", "search"])).trace == "search"
     with pytest.raises(SystemExit):
-        demo.main(["--grpo-steps", "0"])
+        demo_cli.main(["--grpo-steps", "0"])
 
 
 def test_bad_trace_settings_fail_before_anything_is_written(tmp_path):
@@ -141,7 +143,7 @@ def test_bad_trace_settings_fail_before_anything_is_written(tmp_path):
             demo.run_demo(config)
     assert not (tmp_path / "out").exists()
     with pytest.raises(SystemExit):
-        demo.main(["--trace", "beam"])
+        demo_cli.main(["--trace", "beam"])
 
 
 def test_a_foreign_run_directory_is_never_cleared(tmp_path):
@@ -149,21 +151,21 @@ def test_a_foreign_run_directory_is_never_cleared(tmp_path):
     run.mkdir()
     (run / "precious.txt").write_text("keep me")
     with pytest.raises(ValueError, match="not a countdown-rl demo run directory"):
-        demo._prepare_run_dir(run, resume=False)
+        demo.prepare_run_dir(run, resume=False)
     assert (run / "precious.txt").exists()
     (run / "precious.txt").unlink()
     (run / "run_info.json").write_text(json.dumps({"source": demo.DEMO_SOURCE}))
-    demo._prepare_run_dir(run, resume=True)  # resuming keeps it
+    demo.prepare_run_dir(run, resume=True)  # resuming keeps it
     assert run.exists()
     with contextlib.redirect_stdout(io.StringIO()):
-        demo._prepare_run_dir(run, resume=False)  # a previous demo run is replaced
+        demo.prepare_run_dir(run, resume=False)  # a previous demo run is replaced
     assert not run.exists()
 
 
 def test_the_cli_lists_the_demo():
     from countdown_rl.cli import COMMANDS
 
-    assert COMMANDS["demo"][0] == "countdown_rl.demo:main"
+    assert COMMANDS["demo"][0] == "countdown_rl.commands.demo:main"
     assert re.search(r"GRPO", COMMANDS["demo"][1])
 
 
@@ -181,6 +183,6 @@ def test_dr_grpo_runs_next_to_grpo_reusing_the_sft_stage(quick_runs):
 def test_an_output_dir_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
     target = tmp_path / "taken"
     target.write_text("not a folder")
-    assert demo.main(["--quick", "--output-dir", str(target)]) == 2
+    assert demo_cli.main(["--quick", "--output-dir", str(target)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"countdown-rl demo: error: --output-dir {target} exists and is not a folder"

@@ -18,13 +18,10 @@ import pytest
 import torch
 
 from countdown_rl.commands import evaluate as eval_cli
-from countdown_rl.data import prepare_countdown, write_jsonl
+from countdown_rl.data import prepare_dataset, write_jsonl
 from countdown_rl.evaluation import (
     BudgetResult,
-    Completion,
-    _completion_from_ids,
-    countdown_metrics,
-    cut_to_budget,
+    outcome_metrics,
     evaluate_budgets,
     evaluate_puzzles,
     markdown_table,
@@ -35,6 +32,8 @@ from countdown_rl.evaluation import (
     summarise,
     write_eval_outputs,
 )
+from countdown_rl.generation import Completion, _completion_from_ids, cut_to_budget
+from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.puzzles import generate_countdown, solve
 
 PUZZLES = [{"nums": [7, 7, 65], "target": 51}, {"nums": [2, 3, 4], "target": 24}, {"nums": [10, 5], "target": 2}]
@@ -71,7 +70,7 @@ def test_summarise_on_hand_made_completions():
     assert result.truncation_rate == pytest.approx(1 / 3)
     assert result.mean_tokens_correct == 10 and result.mean_tokens_incorrect == 11
     assert result.pass_at_k == {}
-    assert countdown_metrics(result) == pytest.approx(
+    assert outcome_metrics(result) == pytest.approx(
         {"accuracy": 1 / 3, "partial": 1 / 3, "failed": 1 / 3, "mean_completion_tokens": 32 / 3}
     )
 
@@ -230,7 +229,7 @@ def test_eval_cli_end_to_end(tiny_model_dir, dataset, tmp_path, capsys):
     samples = read_samples(out)
     assert len(samples) == 8 and {r["max_tokens"] for r in samples} == {8, 16}
     # Exactly the held-out split of training: same dedupe, same seed.
-    _, test, _ = prepare_countdown(str(dataset), test_size=4, seed=42)
+    _, test, _ = prepare_dataset(get_task("countdown"), str(dataset), test_size=4, seed=42)
     assert [(r["nums"], r["target"]) for r in samples[:4]] == [(r["nums"], r["target"]) for r in test]
     table = (out / "eval.md").read_text()
     assert "| 8 |" in table and "| 16 |" in table

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from countdown_rl import report
+from countdown_rl.commands import report as report_cli
 from countdown_rl.evaluation import Completion, read_eval, score_samples, summarise, write_eval_outputs
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -32,8 +33,8 @@ def _trainer_state(folder: Path, eval_key: str) -> None:
     history = []
     for step in (1, 2, 3, 4):
         history.append({"step": step, "loss": 0.1, "reward": 0.1 * step, "completions/mean_length": 10.0 + step,
-                        "countdown/completion_length_correct": 8.0 + step,
-                        "countdown/completion_length_incorrect": 12.0 + step})
+                        "outcomes/mean_length_correct": 8.0 + step,
+                        "outcomes/mean_length_incorrect": 12.0 + step})
         if step % 2 == 0:
             history.append({"step": step, eval_key: 0.2 * step, "eval_loss": 0.0})
     folder.mkdir(parents=True, exist_ok=True)
@@ -69,7 +70,7 @@ def _check_png(path: Path) -> None:
 def test_report_tables_plots_and_samples(runs, tmp_path, capsys):
     grpo, dr = runs
     out = tmp_path / "report"
-    assert report.main([str(grpo), str(dr), "--out", str(out)]) == 0
+    assert report_cli.main([str(grpo), str(dr), "--out", str(out)]) == 0
 
     with open(out / "results.csv", newline="") as f:
         rows = {row["run"]: row for row in csv.DictReader(f)}
@@ -131,7 +132,7 @@ def test_eval_only_run_draws_empty_curves(tmp_path):
     run = tmp_path / "eval_only"
     _write_eval(run / "eval", "m", {8: [GOOD]})
     out = tmp_path / "report"
-    assert report.main([str(run), "--out", str(out)]) == 0
+    assert report_cli.main([str(run), "--out", str(out)]) == 0
     md = (out / "results.md").read_text()
     assert "no trainer_state.json" in md and "Plots without data" in md
     for name in report.PLOTS.values():
@@ -139,10 +140,10 @@ def test_eval_only_run_draws_empty_curves(tmp_path):
 
 
 def test_report_errors(tmp_path, capsys):
-    assert report.main([str(tmp_path / "missing"), "--out", str(tmp_path / "r")]) == 2
+    assert report_cli.main([str(tmp_path / "missing"), "--out", str(tmp_path / "r")]) == 2
     assert "no such run directory" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
-    assert report.main([str(tmp_path / "empty"), "--out", str(tmp_path / "r")]) == 2
+    assert report_cli.main([str(tmp_path / "empty"), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("countdown-rl report: error:") and "neither trainer_state.json" in err
     assert not (tmp_path / "r").exists()

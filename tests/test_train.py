@@ -444,7 +444,7 @@ def test_push_to_hub_uploads_the_adapter_and_our_card(tiny_model_dir, puzzles, t
     assert "- countdown-rl" in front and "- grpo" in front
     assert "| algorithm | GRPO (`grpo`) |" in card
     assert "| max completion length | 16 tokens |" in card
-    assert "Held-out evaluation" in card and "4 held-out puzzles" in card
+    assert "Held-out evaluation" in card and "4 held-out problems" in card
     assert "No final evaluation was run." not in card
     assert "|" in card.split("## Held-out evaluation")[1], "no results table"
 

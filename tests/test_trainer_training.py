@@ -13,6 +13,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from countdown_rl.tasks import get_task
 from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +50,7 @@ def _trainer(model_dir, tmp_path, reward, **overrides):
     return CountdownGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward],
         args=CountdownGRPOConfig(**args), train_dataset=_dataset(),
-        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        processing_class=AutoTokenizer.from_pretrained(model_dir), task=get_task("countdown"),
     )
 
 
@@ -104,8 +105,8 @@ def test_countdown_outcomes_and_lengths_are_logged(tiny_model_dir, tmp_path):
     trainer = _trainer(tiny_model_dir, tmp_path, char_diversity_reward, max_steps=1)
     trainer.train()
     (log,) = [h for h in trainer.state.log_history if "loss" in h]
-    assert log["countdown/correct"] + log["countdown/partial"] + log["countdown/failed"] == pytest.approx(1.0)
-    assert 0 < log["countdown/completion_length_incorrect"] <= 8
+    assert log["outcomes/correct"] + log["outcomes/partial"] + log["outcomes/failed"] == pytest.approx(1.0)
+    assert 0 < log["outcomes/mean_length_incorrect"] <= 8
     for key in ("advantages/mean", "advantages/std", "entropy", "clip_ratio/region_mean"):
         assert key in log
 
@@ -162,6 +163,7 @@ def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_th
             save_strategy="no", eval_strategy="steps", eval_steps=1, seed=0, algorithm="dr_grpo",
         ),
         train_dataset=_dataset(), eval_dataset=_dataset(4), processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+        task=get_task("countdown"),
     )
     trainer.train()
     evals = [h for h in trainer.state.log_history if "eval_accuracy" in h]
@@ -172,7 +174,7 @@ def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_th
     train_logs = [h for h in trainer.state.log_history if "loss" in h]
     assert len(train_logs) == 2 and all("reward" in h for h in train_logs), "evaluation must not swallow train logs"
 
-    result = trainer.evaluate_countdown(_dataset(4), final=True)
+    result = trainer.evaluate_task(_dataset(4), final=True)
     saved = json.loads((tmp_path / "eval" / "eval.json").read_text())
     assert saved["results"][0]["accuracy"] == result.accuracy and saved["results"][0]["max_tokens"] == 8
     trainer.create_model_card(dataset_name="generated-puzzles")

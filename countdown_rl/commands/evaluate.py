@@ -1,8 +1,9 @@
-"""``countdown-rl eval``: score a model, checkpoint, LoRA adapter or Hub id on held-out Countdown puzzles.
+"""``countdown-rl eval``: score a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.
 
-1. Check the arguments (model path, budgets, sampling) and load the dataset's held-out split with the same
-   dedupe and split as training (:func:`countdown_rl.data.prepare_countdown`), so no training puzzle is scored.
-   Every error here is one line, exit code 2, before any model is loaded.
+1. Check the arguments (model path, budgets, sampling, task and its options) and load the dataset's held-out
+   split with the same data keys, dedupe and split as training (:class:`countdown_rl.data.DataArguments`, whose
+   fields are this command's data flags), so no training row is scored. Every error here is one line, exit
+   code 2, before any model is loaded.
 2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
    as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
 3. Generate once at the largest budget and score every budget (:func:`countdown_rl.evaluation.evaluate_budgets`).
@@ -20,11 +21,11 @@ import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.data import DEFAULT_DATASET, ON_INVALID, SPLIT_METHODS
-from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES
+from countdown_rl.data import DataArguments
 
 PROG = "countdown-rl eval"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -37,22 +38,42 @@ class UsageError(ValueError):
     """A problem with the command line or the data, reported as one line with exit code 2."""
 
 
+# Short spellings kept from before the data flags came from DataArguments.
+_DATA_ALIASES = {"dataset_name": ["--dataset"], "prompt_template": ["--template"]}
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per :class:`DataArguments` field (``--key`` and ``--key-with-dashes``): the same keys, defaults
+    and help as the training recipe, so ``eval`` holds out exactly what ``train`` held out."""
+    group = parser.add_argument_group("data (the same keys as the training recipe)")
+    for f in fields(DataArguments):
+        flags = [f"--{f.name}", *([f"--{f.name.replace('_', '-')}"] if "_" in f.name else []),
+                 *_DATA_ALIASES.get(f.name, [])]
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": f.metadata.get("help")}
+        if f.name == "task_options":
+            kwargs["nargs"] = "*"
+        elif isinstance(f.default, int) and not isinstance(f.default, bool):
+            kwargs["type"] = int
+        if "choices" in f.metadata:
+            kwargs["choices"] = f.metadata["choices"]
+        group.add_argument(*flags, **kwargs)
+
+
+def data_arguments(args: argparse.Namespace) -> DataArguments:
+    """The :class:`DataArguments` of parsed ``eval`` flags."""
+    return DataArguments(**{f.name: getattr(args, f.name) for f in fields(DataArguments)})
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl eval`` argument parser."""
     p = argparse.ArgumentParser(
         prog=PROG,
-        description="Evaluate a model, checkpoint, LoRA adapter or Hub id on held-out Countdown puzzles.",
+        description="Evaluate a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.",
     )
     p.add_argument("--model", required=True,
                    help="Hub id, model folder, checkpoint folder or LoRA adapter folder (has adapter_config.json)")
-    p.add_argument("--dataset", default=DEFAULT_DATASET, help="Hub dataset id or local .jsonl/.parquet file/folder")
-    p.add_argument("--dataset-split", default="train", help="split of the source dataset (default: train)")
-    p.add_argument("--split-method", choices=SPLIT_METHODS, default="random",
-                   help="held-out split as in training (default: random)")
-    p.add_argument("--test-size", type=int, default=1024, help="held-out puzzles, as in training (default: 1024)")
-    p.add_argument("--split-seed", type=int, default=42, help="seed of the held-out split, as in training (42)")
-    p.add_argument("--on-invalid-rows", choices=ON_INVALID, default="raise",
-                   help="a malformed dataset row: raise (default) or drop")
+    _add_data_arguments(p)
     p.add_argument("--num-puzzles", "--num_puzzles", type=int, default=None,
                    help="score only the first N held-out puzzles (default: all)")
     p.add_argument("--max_tokens", "--max-tokens", dest="max_tokens", type=int, nargs="+", default=[256, 512, 1024],
@@ -64,8 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="samples per puzzle for pass@k (needs --temperature > 0)")
     p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=32,
                    help="sequences per generation batch (transformers backend; default 32)")
-    p.add_argument("--template", choices=sorted(PROMPT_TEMPLATES), default="r1_zero",
-                   help="prompt template (default: r1_zero)")
     p.add_argument("--enable-thinking", action=argparse.BooleanOptionalAction, default=None,
                    help="chat templates: pass enable_thinking to the template (Qwen3); default: leave unset")
     p.add_argument("--dtype", choices=DTYPES, default="auto", help="model weights dtype (default: auto)")
@@ -131,29 +150,25 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--num-puzzles: must be positive, got {args.num_puzzles}")
     if args.batch_size <= 0:
         raise UsageError(f"--batch-size: must be positive, got {args.batch_size}")
-    if args.test_size <= 0:
-        raise UsageError(f"--test-size: must be positive, got {args.test_size}")
+    try:
+        data_arguments(args).check()
+    except ValueError as err:
+        raise UsageError(f"--{err}") from None
 
 
 def load_puzzles(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The held-out puzzles (with prompts in ``args.template``), cut to ``--num-puzzles``."""
-    from countdown_rl.data import prepare_countdown
+    """The held-out rows (with prompts in the task's template), cut to ``--num-puzzles``."""
+    from countdown_rl.data import prepare_data
 
+    data = data_arguments(args)
+    where = f"--dataset_name {data.dataset_name or data.get_task().default_dataset}"
     try:
-        _, test, _ = prepare_countdown(
-            args.dataset,
-            split=args.dataset_split,
-            test_size=args.test_size,
-            seed=args.split_seed,
-            template=args.template,
-            split_method=args.split_method,
-            on_invalid=args.on_invalid_rows,
-        )
-    except (ValueError, FileNotFoundError) as err:
-        raise UsageError(f"--dataset {args.dataset}: {err}") from None
+        _, test, _ = prepare_data(data)
+    except (ValueError, FileNotFoundError, ConnectionError) as err:
+        raise UsageError(f"{where}: {err}") from None
     count = len(test) if args.num_puzzles is None else min(args.num_puzzles, len(test))
     if count == 0:
-        raise UsageError(f"--dataset {args.dataset}: the held-out split is empty; nothing to evaluate")
+        raise UsageError(f"{where}: the held-out split is empty; nothing to evaluate")
     return [dict(row) for row in test.select(range(count))]
 
 
@@ -266,7 +281,8 @@ def _run(args: argparse.Namespace) -> int:
         tokenizer,
         puzzles,
         budgets=args.max_tokens,
-        template=args.template,
+        task=data_arguments(args).get_task(),
+        template=args.prompt_template,
         batch_size=args.batch_size,
         temperature=args.temperature,
         num_samples=args.num_samples,
@@ -277,16 +293,21 @@ def _run(args: argparse.Namespace) -> int:
     )
     results = [result for result, _ in evaluated]
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir(args.model)
+    data = data_arguments(args)
+    task = data.get_task()
     meta = {
+        "task": task.name,
+        "task_options": data.task_options,
         "model": args.model,
-        "dataset": args.dataset,
+        "dataset": data.dataset_name or task.default_dataset,
         "split": "test",
-        "source_split": args.dataset_split,
-        "split_method": args.split_method,
-        "test_size": args.test_size,
-        "split_seed": args.split_seed,
+        "source_split": data.dataset_split,
+        "eval_dataset_split": data.eval_dataset_split,
+        "split_method": data.split_method,
+        "test_size": data.test_size,
+        "split_seed": data.split_seed,
         "num_puzzles": len(puzzles),
-        "template": args.template,
+        "template": data.prompt_template or task.default_template,
         "chat_template_kwargs": chat_kwargs,
         "temperature": args.temperature,
         "num_samples": args.num_samples,

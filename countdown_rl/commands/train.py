@@ -1,15 +1,15 @@
-"""Train a model on Countdown with GRPO or Dr.GRPO: ``countdown-rl train --config recipe.yaml [--key value ...]``.
+"""``countdown-rl train --config recipe.yaml [--key value ...]``: GRPO or Dr.GRPO on any task, from a recipe.
 
 Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_rl.commands.train --config recipe.yaml``.
 
 1. Parse the recipe strictly (script, training and model arguments) and check everything that can be wrong in it
-   before any model or dataset is loaded.
-2. Seed and logging; load, validate, dedupe and split the dataset; render prompts (a bad file or row is reported
-   before the model is loaded).
-3. Tokenizer and model (dtype, attention implementation, LoRA through ``use_peft``); rewards by name.
-4. ``CountdownGRPOTrainer`` trains (resuming from the newest checkpoint when asked); the model (or adapter) is
-   saved, evaluated on the held-out split, described in a model card, pushed to the Hub, and last, with
-   ``merge_adapter``, merged into ``<output_dir>/merged``.
+   (task, task options, template, reward names, batch arithmetic) before any model or dataset is loaded.
+2. Seed and logging; load, validate, filter, dedupe and split the task's dataset; render prompts (a bad file or
+   row is reported before the model is loaded).
+3. Tokenizer and model (dtype, attention implementation, LoRA through ``use_peft``).
+4. :func:`countdown_rl.pipeline.train_grpo` trains (resuming from the newest checkpoint when asked) and saves;
+   then the model is evaluated on the held-out split, described in a model card, pushed to the Hub, and last,
+   with ``merge_adapter``, merged into ``<output_dir>/merged``.
 
 Every error found before loading is one line on stderr, ``countdown-rl train: error: ...``, and exit code 2.
 """
@@ -23,49 +23,26 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from countdown_rl.data import DEFAULT_DATASET, ON_INVALID
-from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES
-from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
+from countdown_rl.data import DataArguments
 
-logger = logging.getLogger("countdown_rl.commands.train")
+logger = logging.getLogger("countdown_rl.train")
 
 
 @dataclass
-class CountdownScriptArguments:
+class ScriptArguments(DataArguments):
     """What to train on and what to do around training (the recipe's non-TRL keys)."""
 
-    dataset_name: str = field(
-        default=DEFAULT_DATASET,
-        metadata={"help": "Hub dataset id, or a local .jsonl/.parquet file or folder, with columns nums and target."},
-    )
-    dataset_split: str = field(default="train", metadata={"help": "Split of the source dataset to read."})
-    test_size: int = field(default=1024, metadata={"help": "Held-out puzzles split off for evaluation."})
-    split_method: str = field(
-        default="random",
-        metadata={"help": "'random' (seeded, after dedupe) or 'tinyzero' (TinyZero's fixed test rows).",
-                  "choices": ["random", "tinyzero"]},
-    )
-    split_seed: int = field(default=42, metadata={"help": "Seed of the held-out split (same as `countdown-rl eval`)."})
-    on_invalid_rows: str = field(
-        default="raise",
-        metadata={"help": "A row with missing or non-integer nums/target: 'raise' (an error naming the row) or "
-                  "'drop' (dropped and counted).", "choices": list(ON_INVALID)},
-    )
-    prompt_template: str = field(
-        default="r1_zero",
-        metadata={"help": f"Prompt template: one of {sorted(PROMPT_TEMPLATES)}.", "choices": sorted(PROMPT_TEMPLATES)},
-    )
-    reward_funcs: list[str] = field(
-        default_factory=lambda: ["countdown"],
-        metadata={"help": f"Reward functions by name ({', '.join(sorted(REWARD_FUNCS))}); weights: reward_weights."},
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={"help": "Reward functions of the task by name (default: the task's); weights: reward_weights."},
     )
     eval_subset_size: int = field(
         default=128,
-        metadata={"help": "Held-out puzzles scored greedily every eval_steps during training (0: none)."},
+        metadata={"help": "Held-out rows scored greedily every eval_steps during training (0: none)."},
     )
     final_eval_size: int | None = field(
         default=None,
-        metadata={"help": "Held-out puzzles for the final evaluation (default: the whole test split; 0: skip)."},
+        metadata={"help": "Held-out rows for the final evaluation (default: the whole test split; 0: skip)."},
     )
     merge_adapter: bool = field(
         default=False,
@@ -83,7 +60,7 @@ def _recipe_parser():
         def error(self, message):
             raise ValueError(message)
 
-    return RecipeParser((CountdownScriptArguments, CountdownGRPOConfig, ModelConfig))
+    return RecipeParser((ScriptArguments, CountdownGRPOConfig, ModelConfig))
 
 
 def _source(message: str, argv: list[str], config_path: str | None) -> str:
@@ -123,10 +100,12 @@ def parse_args(argv: list[str] | None = None):
     return tuple(parsed)
 
 
-def check_recipe(script_args, training_args, model_args) -> None:
-    """Everything that can be wrong in a recipe, checked before any model or dataset is loaded (one line each)."""
-    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
+def check_recipe(script_args, training_args, model_args):
+    """Everything that can be wrong in a recipe, checked before any model or dataset is loaded (one line each).
 
+    Returns the task, with its options parsed.
+    """
+    task = script_args.check()  # task, task_options, prompt_template, split_method, sizes
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path: missing (a Hub id or a local model folder)")
     if training_args.max_completion_length is None or training_args.max_completion_length <= 0:
@@ -136,16 +115,10 @@ def check_recipe(script_args, training_args, model_args) -> None:
             f"generation_batch_size: {training_args.generation_batch_size} completions per rollout are not divisible "
             f"by num_generations={training_args.num_generations}"
         )
-    get_reward_funcs(script_args.reward_funcs)  # unknown names raise, naming the reward and the registry
-    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(
-        script_args.reward_funcs
-    ):
-        raise ValueError(
-            f"reward_weights: {len(training_args.reward_weights)} weights for "
-            f"{len(script_args.reward_funcs)} reward_funcs"
-        )
-    if script_args.test_size <= 0:
-        raise ValueError(f"test_size: must be positive, got {script_args.test_size}")
+    names = script_args.reward_funcs or list(task.default_reward_funcs)
+    task.get_reward_funcs(names)  # unknown names raise, naming the reward and the task's registry
+    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(names):
+        raise ValueError(f"reward_weights: {len(training_args.reward_weights)} weights for {len(names)} reward_funcs")
     if training_args.use_vllm:
         from trl.import_utils import is_vllm_available
 
@@ -155,6 +128,7 @@ def check_recipe(script_args, training_args, model_args) -> None:
         import peft  # noqa: F401  (a dependency; imported here so a broken install fails before loading)
     elif script_args.merge_adapter:
         raise ValueError("merge_adapter: only meaningful with use_peft: true")
+    return task
 
 
 def resolve_checkpoint(resume: str | bool | None, output_dir: str) -> str | None:
@@ -191,7 +165,7 @@ def _end_distributed() -> None:
 def main(argv: list[str] | None = None) -> int:
     try:
         script_args, training_args, model_args = parse_args(argv)
-        check_recipe(script_args, training_args, model_args)
+        task = check_recipe(script_args, training_args, model_args)
         checkpoint = resolve_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
     except (ValueError, TypeError) as err:
         return _error(err)
@@ -201,10 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from trl import get_peft_config
 
-    from countdown_rl.data import prepare_countdown
-    from countdown_rl.model_card import RUN_INFO, write_json_atomic
-    from countdown_rl.tasks.countdown.rewards import get_reward_funcs
-    from countdown_rl.trainer import CountdownGRPOTrainer
+    from countdown_rl.data import prepare_data
+    from countdown_rl.pipeline import train_grpo
+    from countdown_rl.runs import RunRecord
 
     set_seed(training_args.seed)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
@@ -213,15 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     logger.info("model %s", model_args)
 
     try:  # missing columns, a bad row, no such file: one line naming the file (and row), before the model loads
-        train_ds, test_ds, info = prepare_countdown(
-            script_args.dataset_name,
-            split=script_args.dataset_split,
-            test_size=script_args.test_size,
-            seed=script_args.split_seed,
-            template=script_args.prompt_template,
-            split_method=script_args.split_method,
-            on_invalid=script_args.on_invalid_rows,
-        )
+        train_ds, test_ds, info = prepare_data(script_args, task)
     except (ValueError, FileNotFoundError, ConnectionError) as err:  # ConnectionError: a Hub id, offline
         return _error(err)
     logger.info("dataset %s", info)
@@ -239,47 +204,34 @@ def main(argv: list[str] | None = None) -> int:
         dtype=dtype,
     )
     eval_subset = test_ds.select(range(min(script_args.eval_subset_size, len(test_ds))))
-    trainer = CountdownGRPOTrainer(
-        model=model,
-        reward_funcs=get_reward_funcs(script_args.reward_funcs),
-        args=training_args,
-        train_dataset=train_ds,
+    dataset = script_args.dataset_name or task.default_dataset
+    record = RunRecord(model=model_args.model_name_or_path, dataset=dataset, data=info.as_dict())
+    run = train_grpo(
+        model,
+        tokenizer,
+        training_args,
+        train_ds,
+        task=task,
+        record=record,
+        reward_funcs=script_args.reward_funcs,
         eval_dataset=eval_subset if len(eval_subset) else None,
-        processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
+        resume_from_checkpoint=checkpoint,
     )
+    trainer = run.trainer
     logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
-    if trainer.accelerator.is_main_process:
-        run_info = {
-            "model": model_args.model_name_or_path,
-            "dataset": script_args.dataset_name,
-            "algorithm": training_args.algorithm,
-            "max_completion_length": training_args.max_completion_length,
-            "reduction": training_args.reduction,
-            "std_normalization": training_args.std_normalization,
-            "use_peft": model_args.use_peft,
-            "num_processes": trainer.accelerator.num_processes,
-            "resumed_from": checkpoint,
-            "data": info if isinstance(info, dict) else vars(info),
-        }
-        write_json_atomic(Path(training_args.output_dir) / RUN_INFO, run_info)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(training_args.output_dir)  # with use_peft: the adapter only
-    trainer.save_state()  # trainer_state.json (log history) in output_dir, for `countdown-rl report`
-    if trainer.accelerator.is_main_process:
-        tokenizer.save_pretrained(training_args.output_dir)
 
     final_size = len(test_ds) if script_args.final_eval_size is None else script_args.final_eval_size
     if final_size > 0:
-        final = trainer.evaluate_countdown(test_ds.select(range(min(final_size, len(test_ds)))), final=True)
-        logger.info("final held-out accuracy %.2f%% on %d puzzles", 100 * final.accuracy, final.num_puzzles)
-    trainer.create_model_card(dataset_name=script_args.dataset_name)
+        final = trainer.evaluate_task(test_ds.select(range(min(final_size, len(test_ds)))), final=True)
+        logger.info("final held-out accuracy %.2f%% on %d rows", 100 * final.accuracy, final.num_puzzles)
+    trainer.create_model_card(dataset_name=dataset)
     if training_args.push_to_hub:
-        trainer.push_to_hub(dataset_name=script_args.dataset_name)
+        trainer.push_to_hub(dataset_name=dataset)
     # Last: merge_and_unload folds the adapter into the trainer's model in place, after which the model would save
     # (and push) an empty adapter. The merged model stays local (<output_dir>/merged; checkpoints are not pushed).
     if script_args.merge_adapter and trainer.accelerator.is_main_process:
-        merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
+        merged = run.model.merge_and_unload()
         merged.save_pretrained(Path(training_args.output_dir) / "merged")
         tokenizer.save_pretrained(Path(training_args.output_dir) / "merged")
     _end_distributed()

@@ -15,6 +15,7 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
 from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
 
@@ -40,6 +41,7 @@ def main():
     trainer = CountdownGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[char_diversity_reward], args=config,
         train_dataset=Dataset.from_list(rows), processing_class=AutoTokenizer.from_pretrained(model_dir),
+        task=get_task("countdown"),  # outcome metrics gathered across processes
     )
     trainer.train()
     if trainer.accelerator.is_main_process:

@@ -69,7 +69,7 @@ class CountdownTask(Task):
 
         missing = [c for c in self.columns if c not in row]
         if missing:
-            return f"missing column(s) {missing}"
+            return f"'{missing[0]}' is missing"
         return row_problem(row["nums"], row["target"])
 
     def dedupe_key(self, row: Mapping[str, Any]) -> Hashable:

@@ -1,0 +1,73 @@
+"""``countdown-rl demo``: the offline CPU demo's command line (the stages are in :mod:`countdown_rl.demo`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+from countdown_rl.algorithms import ALGORITHMS
+from countdown_rl.demo import PROG, TRACES, DemoConfig, quick_config, run_demo
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``countdown-rl demo`` argument parser (defaults shown are the full demo's)."""
+    d = DemoConfig()
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
+        "generated Countdown puzzles, with a before/after accuracy table.",
+    )
+    p.add_argument("--output-dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
+    p.add_argument("--algorithm", choices=list(ALGORITHMS), default=d.algorithm, help="RL algorithm (default grpo)")
+    p.add_argument("--seed", type=int, default=d.seed, help=f"seed of puzzles, model and training (default {d.seed})")
+    p.add_argument("--sft-steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
+    p.add_argument("--trace", choices=TRACES, default=d.trace,
+                   help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
+                   f"checked, then the solution; longer) (default {d.trace})")
+    p.add_argument("--grpo-steps", type=int, help=f"RL steps (default {d.grpo_steps})")
+    p.add_argument("--num-eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
+    p.add_argument("--quick", action="store_true", help="~1-minute smoke version: few steps and puzzles")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> DemoConfig:
+    """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
+    config = quick_config() if args.quick else DemoConfig()
+    overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm, "seed": args.seed,
+                                 "trace": args.trace, "resume": args.resume}
+    if args.sft_steps is not None:
+        overrides["sft_steps"] = args.sft_steps
+    if args.grpo_steps is not None:
+        overrides["grpo_steps"] = args.grpo_steps
+    if args.num_eval is not None:
+        overrides["puzzles"] = replace(config.puzzles, num_eval=args.num_eval)
+    for key in ("sft_steps", "grpo_steps"):
+        if overrides.get(key, 1) <= 0:
+            raise ValueError(f"--{key.replace('_', '-')} must be positive")
+    if args.num_eval is not None and args.num_eval <= 0:
+        raise ValueError("--num-eval must be positive")
+    return replace(config, **overrides)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``countdown-rl demo``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except ValueError as err:
+        parser.error(str(err))
+    try:
+        run_demo(config)
+    except ValueError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

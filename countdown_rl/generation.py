@@ -1,0 +1,227 @@
+"""Generate completions with transformers or vLLM (shared by evaluation, the trainer's in-training evaluation,
+the demo and the benchmarks).
+
+1. Prompts are strings or chat message lists; chat prompts are rendered with the tokenizer's template, the
+   assistant turn opened, and tokenized as TRL does.
+2. :func:`generate` (transformers ``generate``, batched, left padding, seeded sampling in a forked RNG) and
+   :func:`generate_vllm` return, per prompt, ``num_samples`` :class:`Completion` objects: the text, the tokens up to
+   and including EOS, and whether the budget cut it.
+3. :func:`cut_to_budget` shortens a completion to a smaller budget: a completion never sees its budget, so its
+   first B tokens are what a run with ``max_new_tokens=B`` makes; one generation serves every budget.
+
+torch, transformers and vllm are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BACKENDS", "Completion", "cut_to_budget", "generate", "generate_vllm"]
+
+BACKENDS = ("transformers", "vllm")
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One generated completion.
+
+    ``num_tokens`` counts generated tokens up to and including EOS; ``truncated`` means no EOS within the budget.
+    ``token_ids`` (the same tokens) lets :func:`cut_to_budget` shorten it to a smaller budget.
+    """
+
+    text: str
+    num_tokens: int
+    truncated: bool
+    token_ids: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+
+
+
+def _check_sampling(max_new_tokens: int, temperature: float, num_samples: int) -> None:
+    if max_new_tokens <= 0:
+        raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}")
+    if temperature == 0 and num_samples > 1:
+        raise ValueError(
+            f"num_samples={num_samples} with temperature=0: greedy decoding gives identical samples; "
+            "set temperature > 0 for pass@k"
+        )
+
+
+def _prompt_texts(tokenizer, prompts: Sequence[Any], chat_template_kwargs: Mapping[str, Any] | None) -> list[str]:
+    """Plain-text prompts as they are; message lists rendered with the chat template (assistant turn opened)."""
+    texts = []
+    for prompt in prompts:
+        if isinstance(prompt, str):
+            texts.append(prompt)
+        else:
+            texts.append(
+                tokenizer.apply_chat_template(
+                    list(prompt), add_generation_prompt=True, tokenize=False, **(chat_template_kwargs or {})
+                )
+            )
+    return texts
+
+
+def _eos_ids(model, tokenizer) -> set[int]:
+    ids: set[int] = set()
+    for value in (getattr(getattr(model, "generation_config", None), "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif value is not None:
+            ids.update(int(v) for v in value)
+    if not ids:
+        raise ValueError("neither the model's generation_config nor the tokenizer defines an EOS token")
+    return ids
+
+
+def _completion_from_ids(ids: Sequence[int], eos: set[int], tokenizer) -> Completion:
+    """Cut generated ids after the first EOS (what follows is padding) and decode."""
+    ids = [int(i) for i in ids]
+    end = next((i + 1 for i, token in enumerate(ids) if token in eos), None)
+    truncated = end is None
+    kept = tuple(ids if truncated else ids[:end])
+    return Completion(tokenizer.decode(list(kept), skip_special_tokens=True), len(kept), truncated, kept)
+
+
+def _left_pad(ids: Sequence[Sequence[int]], pad_id: int):
+    """Left-padded ``input_ids`` and ``attention_mask`` tensors (done here so the tokenizer is never mutated)."""
+    import torch
+
+    width = max(len(x) for x in ids)
+    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
+    for row, x in enumerate(ids):
+        if x:
+            input_ids[row, width - len(x) :] = torch.tensor(x, dtype=torch.long)
+            attention_mask[row, width - len(x) :] = 1
+    return input_ids, attention_mask
+
+
+def generate(
+    model,
+    tokenizer,
+    prompts: Sequence[Any],
+    *,
+    max_new_tokens: int,
+    batch_size: int = 32,
+    temperature: float = 0.0,
+    num_samples: int = 1,
+    seed: int = 0,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+    show_progress: bool = True,
+) -> list[list[Completion]]:
+    """Generate ``num_samples`` completions per prompt with ``model.generate``; one list per prompt.
+
+    Prompts are strings or chat message lists. Greedy when ``temperature == 0`` (then ``num_samples`` must be
+    1), else sampling. ``batch_size`` counts sequences (prompts x samples). The model is put in eval mode and its
+    training mode is restored afterwards; the global RNG is left as it was (sampling uses a forked RNG seeded
+    with ``seed``), so calling this mid-training changes nothing about training. A tqdm bar counts batches.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    _check_sampling(max_new_tokens, temperature, num_samples)
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    texts = _prompt_texts(tokenizer, prompts, chat_template_kwargs)
+    eos = _eos_ids(model, tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
+    prompts_per_batch = max(1, batch_size // num_samples)
+    sampling = (
+        # Plain temperature sampling (TRL's default top_p=1, top_k=0), whatever the model's generation_config says.
+        {"do_sample": True, "temperature": float(temperature), "top_p": 1.0, "top_k": 0}
+        if temperature > 0
+        # Unset the sampling knobs so a model's generation_config (e.g. Qwen's top_k=20) warns about nothing.
+        else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    )
+    device = next(model.parameters()).device
+    was_training = model.training
+    # Fork the RNG (CPU and every CUDA device, which manual_seed reseeds) so that sampling is reproducible and
+    # training's random stream is untouched.
+    cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    results: list[list[Completion]] = []
+    try:
+        model.eval()
+        with torch.random.fork_rng(devices=cuda_devices), torch.inference_mode():
+            torch.manual_seed(seed)
+            starts = range(0, len(texts), prompts_per_batch)
+            for start in tqdm(starts, desc=f"generating ({max_new_tokens} tokens)", disable=not show_progress):
+                batch = range(start, min(start + prompts_per_batch, len(texts)))
+                # Tokenized as TRL does: plain text with the tokenizer's special tokens (e.g. BOS), chat-rendered
+                # text as it is (the template wrote them).
+                ids = [tokenizer(texts[i], add_special_tokens=isinstance(prompts[i], str))["input_ids"] for i in batch]
+                input_ids, attention_mask = _left_pad(ids, pad_id)
+                output = model.generate(
+                    input_ids=input_ids.to(device),
+                    attention_mask=attention_mask.to(device),
+                    max_new_tokens=max_new_tokens,
+                    num_return_sequences=num_samples,
+                    pad_token_id=pad_id,
+                    eos_token_id=sorted(eos),
+                    use_cache=True,  # gradient checkpointing switches the cache off in the config
+                    **sampling,
+                )
+                generated = output[:, input_ids.shape[1] :].tolist()
+                for i in range(len(batch)):
+                    rows = generated[i * num_samples : (i + 1) * num_samples]
+                    results.append([_completion_from_ids(seq, eos, tokenizer) for seq in rows])
+    finally:
+        model.train(was_training)
+    return results
+
+
+def generate_vllm(
+    model,
+    tokenizer,
+    prompts: Sequence[Any],
+    *,
+    max_new_tokens: int,
+    batch_size: int | None = None,
+    temperature: float = 0.0,
+    num_samples: int = 1,
+    seed: int = 0,
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+    show_progress: bool = True,
+    dtype: str = "auto",
+) -> list[list[Completion]]:
+    """Like :func:`generate`, with vLLM: ``model`` is a ``vllm.LLM`` or a model path/id to load one from.
+
+    ``tokenizer`` (None: the engine's) renders chat prompts; ``batch_size`` is ignored (vLLM schedules itself).
+    """
+    del batch_size
+    _check_sampling(max_new_tokens, temperature, num_samples)
+    try:
+        import vllm
+    except ImportError as err:
+        raise ImportError("backend 'vllm' needs vllm: pip install 'countdown-rl[vllm]' (CUDA GPU only)") from err
+    llm = vllm.LLM(model=str(model), seed=seed, dtype=dtype) if isinstance(model, (str, os.PathLike)) else model
+    tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
+    params = vllm.SamplingParams(n=num_samples, temperature=float(temperature), max_tokens=max_new_tokens, seed=seed)
+    outputs = llm.generate(_prompt_texts(tokenizer, prompts, chat_template_kwargs), params, use_tqdm=show_progress)
+    return [
+        [
+            # vLLM keeps the EOS token in token_ids and says "length" when the budget stopped it.
+            Completion(o.text, len(o.token_ids), o.finish_reason == "length", tuple(int(t) for t in o.token_ids))
+            for o in request.outputs
+        ]
+        for request in outputs
+    ]
+
+
+def cut_to_budget(completion: Completion, budget: int, tokenizer) -> Completion:
+    """The completion a run with ``max_new_tokens=budget`` would have produced (its first ``budget`` tokens).
+
+    Needs ``token_ids`` only when the completion is longer than the budget.
+    """
+    if completion.num_tokens <= budget:
+        return completion
+    if completion.token_ids is None:
+        raise ValueError("cannot cut a completion without token_ids to a smaller budget")
+    kept = completion.token_ids[:budget]
+    return Completion(tokenizer.decode(list(kept), skip_special_tokens=True), budget, True, kept)

@@ -1,0 +1,105 @@
+"""One training pipeline for every caller: ``countdown-rl train``, the demo, the benchmarks, sweeps and curricula.
+
+:func:`train_grpo` takes a model, a tokenizer, a :class:`~countdown_rl.trainer.CountdownGRPOConfig`, the task and
+its prepared datasets, and:
+
+1. builds :class:`~countdown_rl.trainer.CountdownGRPOTrainer` with the task's reward functions (by recipe name);
+2. writes the run record (``run_info.json``) on the main process, before any step, so an interrupted run is
+   still described;
+3. trains, resuming from ``resume_from_checkpoint`` when given;
+4. saves the model (with ``use_peft``, the adapter), the tokenizer and ``trainer_state.json`` (the log history
+   that ``countdown-rl report`` plots).
+
+What comes after (final evaluation, card, Hub push, adapter merge) stays with the caller, which knows what it
+wants of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from countdown_rl.runs import RunRecord, write_run_record
+
+if TYPE_CHECKING:
+    from countdown_rl.tasks.base import Task
+    from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+
+__all__ = ["TrainedRun", "train_grpo"]
+
+
+@dataclass
+class TrainedRun:
+    """What :func:`train_grpo` leaves: the trainer (its model is the trained one) and where training started."""
+
+    trainer: CountdownGRPOTrainer
+    resumed_from: str | None
+    global_step: int
+
+    @property
+    def model(self):
+        """The trained model, unwrapped from accelerate."""
+        return self.trainer.accelerator.unwrap_model(self.trainer.model)
+
+
+def train_grpo(
+    model: Any,
+    tokenizer: Any,
+    args: CountdownGRPOConfig,
+    train_dataset: Any,
+    *,
+    task: Task,
+    record: RunRecord,
+    reward_funcs: Sequence[str] | None = None,
+    eval_dataset: Any = None,
+    peft_config: Any = None,
+    resume_from_checkpoint: str | None = None,
+    callbacks: Sequence[Any] = (),
+    quiet: bool = False,
+) -> TrainedRun:
+    """Train with GRPO / Dr.GRPO on ``task`` into ``args.output_dir`` (see the module docstring).
+
+    ``model`` is a model object or a path TRL loads; ``reward_funcs`` are the task's reward names (default: the
+    task's defaults); ``record`` is completed here (reduction, std normalisation, processes, resume point).
+    ``quiet`` removes the Trainer's printing and progress-bar callbacks (callers that print their own lines).
+    """
+    from countdown_rl.trainer import CountdownGRPOTrainer
+
+    names = list(reward_funcs) if reward_funcs else list(task.default_reward_funcs)
+    trainer = CountdownGRPOTrainer(
+        model=model,
+        reward_funcs=task.get_reward_funcs(names),
+        args=args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=list(callbacks) or None,
+        task=task,
+    )
+    if quiet:
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+    if trainer.accelerator.is_main_process:
+        record = replace(
+            record,
+            task=task.name,
+            algorithm=args.algorithm,
+            max_completion_length=args.max_completion_length,
+            reduction=args.reduction,
+            std_normalization=args.std_normalization,
+            use_peft=peft_config is not None,
+            num_processes=trainer.accelerator.num_processes,
+            resumed_from=resume_from_checkpoint,
+        )
+        write_run_record(args.output_dir, record)
+    trainer.train(resume_from_checkpoint=resume_from_checkpoint)
+    trainer.save_model(args.output_dir)  # with use_peft: the adapter only
+    trainer.save_state()  # trainer_state.json (log history) in output_dir, for `countdown-rl report`
+    if trainer.accelerator.is_main_process:
+        tokenizer.save_pretrained(str(Path(args.output_dir)))
+    return TrainedRun(trainer, resume_from_checkpoint, trainer.state.global_step)
