@@ -497,12 +497,14 @@ def prepare_dataset(
     num_generated: int = 2048,
     bounds: tuple[int, int] | None = None,
     cache_dir: str | None = None,
+    require_train: bool = True,
 ) -> tuple[Dataset, Dataset, DataInfo]:
     """Load, validate, filter, dedupe, split and add a ``prompt`` column: ``(train, test, info)``.
 
     Rows keep the task's columns next to ``prompt`` (TRL hands them to reward functions). With ``eval_split``
     the held-out rows are (a seeded sample of at most ``test_size`` of) that split of the source, and training
-    rows whose problem is among them are removed.
+    rows whose problem is among them are removed. ``require_train=False`` (evaluation) accepts a source whose rows
+    are all held out, e.g. ``HuggingFaceH4/MATH-500`` with ``split="test", eval_split="test"``.
 
     >>> import tempfile, os
     >>> from countdown_rl.tasks import get_task
@@ -536,14 +538,16 @@ def prepare_dataset(
         train, removed = dedupe(task, kept, {task.dedupe_key(row) for row in held})
         test, dropped = held, dropped + held_dropped
         split_method = f"{eval_split} split"
-    if not train:
+    if not train and require_train:
         raise ValueError(f"{source}: no training rows left after the split")
     info = DataInfo(task.name, source, raw, dropped, filtered, removed, len(train), len(test), split_method)
     logger.info("prepared %s: %s", source, info.as_dict())
     return _dataset(task, train, template), _dataset(task, test, template), info
 
 
-def prepare_data(args: DataArguments, task: Task | None = None) -> tuple[Dataset, Dataset, DataInfo]:
+def prepare_data(
+    args: DataArguments, task: Task | None = None, *, require_train: bool = True
+) -> tuple[Dataset, Dataset, DataInfo]:
     """:func:`prepare_dataset` with the recipe's :class:`DataArguments`."""
     task = task or args.check()
     return prepare_dataset(
@@ -558,6 +562,7 @@ def prepare_data(args: DataArguments, task: Task | None = None) -> tuple[Dataset
         split_method=args.split_method,
         on_invalid=args.on_invalid_rows,
         num_generated=args.num_generated_rows,
+        require_train=require_train,
     )
 
 

@@ -205,15 +205,6 @@ def _progress_callback(every: int):
     return _ShortProgress()
 
 
-def _quiet_trainer(trainer, every: int, show_progress: bool) -> None:
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-    trainer.remove_callback(PrinterCallback)
-    trainer.remove_callback(ProgressCallback)
-    if show_progress:
-        trainer.add_callback(_progress_callback(every))
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Stages
 # --------------------------------------------------------------------------------------------------------------
@@ -259,12 +250,9 @@ def sft_warmup(
     Prompt = the r1_zero prompt (ends with ``<think>``), completion = ``solver_trace(open_think=False)`` (or
     ``search_trace`` with ``trace="search"``) + EOS, loss on the completion only.
     """
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import SFTConfig, SFTTrainer
-
     from countdown_rl.tasks.countdown.prompts import build_prompt
     from countdown_rl.tasks.countdown.puzzles import search_trace, solver_trace
+    from countdown_rl.warmup import sft_warmup as sft_warmup_examples
 
     if trace not in TRACES:
         raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
@@ -275,44 +263,11 @@ def sft_warmup(
                                 open_think=False)
         return solver_trace(p["nums"], p["target"], open_think=False)
 
-    out = Path(out_dir)
-    tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
-    rows = [{"prompt": build_prompt(p["nums"], p["target"], "r1_zero"),
-             "completion": completion(p) + tokenizer.eos_token} for p in puzzles]
-    _seed_everything(seed)
-    args = SFTConfig(
-        output_dir=str(out),
-        max_steps=steps,
-        per_device_train_batch_size=batch_size,
-        learning_rate=learning_rate,
-        # A short warm-up then a constant rate: the run is short and stopped early on purpose.
-        lr_scheduler_type="constant_with_warmup",
-        warmup_steps=min(20, max(1, steps // 10)),
-        weight_decay=0.0,
-        completion_only_loss=True,
-        max_length=256,
-        # TRL's SFT default recomputes activations in the backward pass: ~15% slower, and memory is no issue here.
-        gradient_checkpointing=False,
-        logging_steps=max(1, steps // 20),
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
-        seed=seed,
-        data_seed=seed,
-        disable_tqdm=True,  # the short progress lines below replace the bar and its log dicts
-    )
-    trainer = SFTTrainer(
-        model=AutoModelForCausalLM.from_pretrained(str(base_dir)),
-        args=args,
-        train_dataset=Dataset.from_list(rows),
-        processing_class=tokenizer,
-    )
-    _quiet_trainer(trainer, max(1, steps // 10), show_progress)
-    trainer.train()
-    trainer.save_model(str(out))
-    tokenizer.save_pretrained(str(out))
-    return out
+    examples = [{"prompt": build_prompt(p["nums"], p["target"], "r1_zero"), "completion": completion(p)}
+                for p in puzzles]
+    callbacks = [_progress_callback(max(1, steps // 10))] if show_progress else []
+    return sft_warmup_examples(base_dir, out_dir, examples, steps=steps, batch_size=batch_size,
+                               learning_rate=learning_rate, seed=seed, callbacks=callbacks)
 
 
 def evaluate_stage(

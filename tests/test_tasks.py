@@ -90,6 +90,12 @@ def test_generated_dataset_and_eval_split(name, tmp_path):
     assert len(test) == len({task.dedupe_key(task.prepare_row(r)) for r in rows[20:]})
     assert not {task.dedupe_key(dict(r)) for r in train} & {task.dedupe_key(dict(r)) for r in test}
     assert info.split_method == "test split"
+    # An evaluation-only source (MATH-500 has just a test split): every row held out, for `eval` only.
+    train, test, _ = prepare_dataset(task, tmp_path / "data", split="test", eval_split="test", test_size=100,
+                                     require_train=False)
+    assert len(train) == 0 and len(test) == len({task.dedupe_key(task.prepare_row(r)) for r in rows[20:]})
+    with pytest.raises(ValueError, match="no training rows left"):
+        prepare_dataset(task, tmp_path / "data", split="test", eval_split="test", test_size=100)
 
 
 def test_countdown_unary_minus_option_end_to_end():

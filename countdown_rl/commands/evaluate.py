@@ -163,7 +163,7 @@ def load_puzzles(args: argparse.Namespace) -> list[dict[str, Any]]:
     data = data_arguments(args)
     where = f"--dataset_name {data.dataset_name or data.get_task().default_dataset}"
     try:
-        _, test, _ = prepare_data(data)
+        _, test, _ = prepare_data(data, require_train=False)  # an evaluation-only source is fine
     except (ValueError, FileNotFoundError, ConnectionError) as err:
         raise UsageError(f"{where}: {err}") from None
     count = len(test) if args.num_puzzles is None else min(args.num_puzzles, len(test))

@@ -333,3 +333,7 @@ class Task:
     def generate(self, n: int, seed: int = 0) -> list[dict[str, Any]]:
         """``n`` rows made offline (deterministic per seed), in the source dataset's column layout."""
         raise NotImplementedError
+
+    def demonstration(self, row: Mapping[str, Any]) -> str:
+        """A correct completion for a prepared row (what the SFT warm-up of :mod:`countdown_rl.warmup` learns)."""
+        raise NotImplementedError(f"task {self.name!r} has no demonstrations for a warm-up")

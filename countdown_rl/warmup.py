@@ -1,0 +1,97 @@
+"""Supervised warm-up before RL: a short SFT on demonstrations, so a small model starts with the format.
+
+RL from a model that never writes the answer format learns nothing (every reward in a group is equal, so every
+advantage is zero). The CPU demo and the toy studies therefore start from a briefly fine-tuned model:
+
+1. :func:`task_examples` pairs each row's prompt (the task's template) with the task's demonstration
+   (:meth:`countdown_rl.tasks.base.Task.demonstration`, e.g. ``<answer>4821</answer>`` for format_copy).
+2. :func:`sft_warmup` runs TRL's ``SFTTrainer`` on them (loss on the completion only, EOS appended), a short
+   constant-rate run that is stopped early on purpose, and saves model and tokenizer.
+3. ``countdown-rl warmup --task NAME --out DIR`` (:mod:`countdown_rl.commands.warmup`) does both on the tiny
+   offline Qwen3 and the task's generated rows: the starting point of the CPU recipes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from countdown_rl.tasks.base import Task
+
+__all__ = ["sft_warmup", "task_examples"]
+
+def task_examples(task: Task, rows: Sequence[Mapping[str, Any]], template: str | None = None) -> list[dict]:
+    """``{"prompt", "completion"}`` pairs: the task's prompt and demonstration of each (prepared) row.
+
+    >>> from countdown_rl.tasks import get_task
+    >>> task = get_task("countdown")
+    >>> task_examples(task, [{"nums": [2, 3], "target": 6}])[0]["completion"].endswith("<answer>2 * 3</answer>")
+    True
+    """
+    return [{"prompt": task.prompt(row, template), "completion": task.demonstration(row)} for row in rows]
+
+
+def sft_warmup(
+    base_dir: str | Path,
+    out_dir: str | Path,
+    examples: Sequence[Mapping[str, Any]],
+    *,
+    steps: int,
+    batch_size: int = 16,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+    callbacks: Sequence[Any] = (),
+    max_length: int = 256,
+) -> Path:
+    """SFT the model in ``base_dir`` on ``examples`` (prompt + completion, EOS appended, loss on the completion
+    only) for ``steps`` steps; saves model and tokenizer to ``out_dir`` and returns it. The Trainer's own printing
+    is off; ``callbacks`` (e.g. a progress printer) are added."""
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from trl import SFTConfig, SFTTrainer
+
+    if steps <= 0:
+        raise ValueError(f"steps must be positive, got {steps}")
+    out = Path(out_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
+    rows = [{"prompt": e["prompt"], "completion": e["completion"] + tokenizer.eos_token} for e in examples]
+    set_seed(seed)
+    args = SFTConfig(
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        # A short warm-up then a constant rate: the run is short and stopped early on purpose.
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=min(20, max(1, steps // 10)),
+        weight_decay=0.0,
+        completion_only_loss=True,
+        max_length=max_length,
+        # TRL's SFT default recomputes activations in the backward pass: ~15% slower, and memory is no issue here.
+        gradient_checkpointing=False,
+        logging_steps=max(1, steps // 20),
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        seed=seed,
+        data_seed=seed,
+        disable_tqdm=True,
+    )
+    trainer = SFTTrainer(
+        model=AutoModelForCausalLM.from_pretrained(str(base_dir)),
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+    )
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    for callback in callbacks:
+        trainer.add_callback(callback)
+    trainer.train()
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
