@@ -122,3 +122,13 @@ def test_toy_replication_quick_then_resume(tmp_path):
                  "--output-dir", str(out), "--resume", timeout=400)
     assert again.count("reusing the finished run") == 4 and "SFT warm-up: reusing" in again
     assert json.loads((out / "toy_replication.json").read_text())["runs"][0]["trained"] == summary["runs"][0]["trained"]
+
+
+def test_reward_throughput_quick_measures_every_task():
+    out = _run("reward_throughput.py", "--quick", timeout=300)
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "ms" not in line}
+    assert {"countdown", "gsm8k", "math", "format_copy"} <= set(rows)
+    for line in rows.values():
+        share = re.search(r"\| ([0-9.]+)% \|", line)
+        assert share and 0 <= float(share.group(1)) < 100
+    assert "goal: a 64-batch under 3% of the GPU step" in out

@@ -24,13 +24,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=512, help="generated rows to learn from (default 512)")
     parser.add_argument("--size", choices=["test", "demo"], default="demo", help="tiny model size (default demo)")
     parser.add_argument("--learning-rate", type=float, default=2e-3, help="SFT learning rate (default 2e-3)")
+    parser.add_argument("--task-options", "--task_options", nargs="*", default=[],
+                        help="task options as key=value (as in the recipe's task_options)")
     parser.add_argument("--template", default=None, help="prompt template (default: the task's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of rows, model and SFT (default 0)")
     args = parser.parse_args(argv)
     from countdown_rl.tasks import get_task
     from countdown_rl.warmup import sft_warmup, task_examples
 
-    task = get_task(args.task)
+    try:
+        task = get_task(args.task, args.task_options)
+    except ValueError as err:
+        parser.error(str(err))
     if args.steps <= 0 or args.rows <= 0:
         parser.error("--steps and --rows must be positive")
     if args.template is not None and args.template not in task.prompt_templates:
