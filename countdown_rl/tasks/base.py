@@ -28,6 +28,9 @@ from enum import Enum
 from typing import Any, ClassVar, Union
 
 __all__ = [
+    "ASCII_WHITESPACE",
+    "R1_ZERO_ASSISTANT_PREFIX",
+    "R1_ZERO_PREAMBLE",
     "Outcome",
     "Prompt",
     "PromptTemplate",
@@ -35,7 +38,9 @@ __all__ = [
     "Task",
     "Verdict",
     "completion_text",
+    "last_tag_content",
     "parse_options",
+    "r1_zero_prompt",
     "score_batch",
 ]
 
@@ -43,6 +48,46 @@ __all__ = [
 Prompt = Union[str, list[dict[str, str]]]
 # TRL's reward function shape: f(completions=..., **dataset_columns, **kwargs) -> one float (or None) per completion
 RewardFunc = Callable[..., list[Union[float, None]]]
+
+
+ASCII_WHITESPACE = " \t\n\r\f\v"
+"""What answers are stripped of: ``str.strip()`` with no argument would also strip Unicode spaces (U+00A0)."""
+R1_ZERO_PREAMBLE = (
+    "A conversation between User and Assistant. The User asks a question and the Assistant solves it: "
+    "the Assistant first reasons about the problem in its mind, then gives the User the answer."
+)
+R1_ZERO_ASSISTANT_PREFIX = "Assistant: Let me solve this step by step.\n<think>"
+
+
+def r1_zero_prompt(question: str) -> str:
+    """The plain-text R1-Zero transcript (for base models) whose Assistant turn is open and ends with ``<think>``.
+
+    >>> prompt = r1_zero_prompt("What is 2 + 2?")
+    >>> "User: What is 2 + 2?" in prompt, prompt.endswith("<think>")
+    (True, True)
+    """
+    return f"{R1_ZERO_PREAMBLE}\nUser: {question}\n{R1_ZERO_ASSISTANT_PREFIX}"
+
+
+def last_tag_content(text: Any, open_tag: str = "<answer>", close_tag: str = "</answer>") -> str | None:
+    """Content of the last complete ``open_tag ... close_tag`` pair, stripped of ASCII whitespace, else None.
+
+    Found with ``str.rfind`` (O(len(text)), no regex backtracking); tags are case-sensitive.
+
+    >>> last_tag_content("<answer>1 + 2</answer> then <answer> 3 * 4 </answer>")
+    '3 * 4'
+    >>> last_tag_content("<answer>1 + 2") is None, last_tag_content(None) is None
+    (True, True)
+    """
+    if not isinstance(text, str):
+        return None
+    end = text.rfind(close_tag)
+    if end < 0:
+        return None
+    start = text.rfind(open_tag, 0, end)
+    if start < 0:
+        return None
+    return text[start + len(open_tag) : end].strip(ASCII_WHITESPACE)
 
 
 class Outcome(str, Enum):

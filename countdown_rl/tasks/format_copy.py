@@ -26,7 +26,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from countdown_rl.tasks.base import Outcome, PromptTemplate, RewardFunc, Task, Verdict, score_batch
+from countdown_rl.tasks.base import Outcome, PromptTemplate, RewardFunc, Task, Verdict, last_tag_content, score_batch
 
 __all__ = [
     "CORRECT_REWARD",
@@ -81,15 +81,7 @@ def extract_answer(text: Any) -> str | None:
     >>> extract_answer("<answer>12</answer> <answer> 4821 </answer>"), extract_answer("<answer>4821") is None
     ('4821', True)
     """
-    if not isinstance(text, str):
-        return None
-    end = text.rfind(_CLOSE_TAG)
-    if end < 0:
-        return None
-    start = text.rfind(_OPEN_TAG, 0, end)
-    if start < 0:
-        return None
-    return text[start + len(_OPEN_TAG) : end].strip(_ASCII_WS)
+    return last_tag_content(text, _OPEN_TAG, _CLOSE_TAG)
 
 
 def parse_integer(text: Any) -> int | None:

@@ -44,6 +44,8 @@ from countdown_rl.tasks.base import (
     Task,
     Verdict,
     completion_text,
+    last_tag_content,
+    r1_zero_prompt,
     score_batch,
 )
 
@@ -267,13 +269,7 @@ class Extracted:
 
 
 def _from_tags(text: str) -> str | None:
-    end = text.rfind(_CLOSE_TAG)
-    if end < 0:
-        return None
-    start = text.rfind(_OPEN_TAG, 0, end)
-    if start < 0:
-        return None
-    return text[start + len(_OPEN_TAG) : end].strip(_ASCII_WS)
+    return last_tag_content(text, _OPEN_TAG, _CLOSE_TAG)
 
 
 def _from_boxed(text: str) -> str | None:
@@ -458,11 +454,6 @@ REWARD_FUNCS: dict[str, RewardFunc] = {"gsm8k": gsm8k_reward, "gsm8k_format": gs
 # Prompts
 # --------------------------------------------------------------------------------------------------------------
 
-R1_ZERO_PREAMBLE = (
-    "A conversation between User and Assistant. The User asks a question and the Assistant solves it: "
-    "the Assistant first reasons about the problem in its mind, then gives the User the answer."
-)
-R1_ZERO_ASSISTANT_PREFIX = "Assistant: Let me solve this step by step.\n<think>"
 CHAT_SYSTEM_PROMPT = (
     "You are a helpful assistant. You solve math word problems: reason step by step, briefly, "
     "then give the final answer."
@@ -486,7 +477,7 @@ def _chat(row: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def _r1_zero(row: Mapping[str, Any]) -> str:
     task = f"{_question(row)}\nShow your reasoning inside <think> </think> tags. {ANSWER_INSTRUCTION}"
-    return f"{R1_ZERO_PREAMBLE}\nUser: {task}\n{R1_ZERO_ASSISTANT_PREFIX}"
+    return r1_zero_prompt(task)
 
 
 PROMPT_TEMPLATES: dict[str, PromptTemplate] = {

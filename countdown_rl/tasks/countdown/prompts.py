@@ -14,15 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from countdown_rl.tasks.base import Prompt, PromptTemplate
+from countdown_rl.tasks.base import Prompt, PromptTemplate, r1_zero_prompt
 
 __all__ = ["PROMPT_TEMPLATES", "Prompt", "PromptTemplate", "build_prompt", "task_text"]
 
-R1_ZERO_PREAMBLE = (
-    "A conversation between User and Assistant. The User asks a question and the Assistant solves it: "
-    "the Assistant first reasons about the problem in its mind, then gives the User the answer."
-)
-R1_ZERO_ASSISTANT_PREFIX = "Assistant: Let me solve this step by step.\n<think>"
 CHAT_SYSTEM_PROMPT = (
     "You are a helpful assistant. You first reason about the problem step by step in your mind, "
     "then give the user the answer."
@@ -50,7 +45,7 @@ def task_text(nums: Sequence[int], target: int) -> str:
 
 
 def _r1_zero(nums: Sequence[int], target: int) -> str:
-    return f"{R1_ZERO_PREAMBLE}\nUser: {task_text(nums, target)}\n{R1_ZERO_ASSISTANT_PREFIX}"
+    return r1_zero_prompt(task_text(nums, target))
 
 
 def _chat(nums: Sequence[int], target: int) -> list[dict[str, str]]:

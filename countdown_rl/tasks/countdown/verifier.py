@@ -38,7 +38,7 @@ from fractions import Fraction
 from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
 from typing import Any
 
-from countdown_rl.tasks.base import Outcome  # correct / partial / failed, shared by every task
+from countdown_rl.tasks.base import Outcome, last_tag_content  # outcomes are shared by every task
 
 __all__ = [
     "CORRECT_REWARD",
@@ -131,15 +131,7 @@ def extract_answer(text: Any) -> str | None:
     >>> extract_answer("<answer>1 + 2") is None
     True
     """
-    if not isinstance(text, str):
-        return None
-    end = text.rfind(_CLOSE_TAG)
-    if end < 0:
-        return None
-    start = text.rfind(_OPEN_TAG, 0, end)
-    if start < 0:
-        return None
-    return text[start + len(_OPEN_TAG) : end].strip(_ASCII_WS)
+    return last_tag_content(text, _OPEN_TAG, _CLOSE_TAG)
 
 
 def _literals(equation: Any) -> list[int] | None:
