@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("countdown_rl.cli:generate_main", "write solvable Countdown puzzles to a JSONL file"),
     "verify": ("countdown_rl.cli:verify_main", "score one completion against numbers and a target"),
     "demo": ("countdown_rl.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
+    "push": ("countdown_rl.hub:main", "push a finished run directory (model, card, eval files) to the Hub"),
 }
 
 

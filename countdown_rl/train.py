@@ -10,6 +10,9 @@ Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_
 4. ``CountdownGRPOTrainer`` trains (resuming from the newest checkpoint when asked); the model (or adapter) is
    saved, evaluated on the held-out split, described in a model card, pushed to the Hub, and last, with
    ``merge_adapter``, merged into ``<output_dir>/merged``.
+5. Around training (:mod:`countdown_rl.reliability`): the output directory is never reused silently (``resume``,
+   ``overwrite_output_dir``), checkpoints are atomic, SIGTERM/SIGINT/SIGUSR1 save a checkpoint and exit 75, a
+   non-finite step stops the run (or is skipped), and ``run_info.json`` records the recipe and the run's status.
 
 Every error found before loading is one line on stderr, ``countdown-rl train: error: ...``, and exit code 2.
 """
@@ -17,7 +20,6 @@ Every error found before loading is one line on stderr, ``countdown-rl train: er
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -25,14 +27,16 @@ from pathlib import Path
 
 from countdown_rl.data import DEFAULT_DATASET, ON_INVALID
 from countdown_rl.prompts import PROMPT_TEMPLATES
+from countdown_rl.reliability import prepare_run
 from countdown_rl.rewards import REWARD_FUNCS
+from countdown_rl.run_record import ReliabilityArguments
 
 logger = logging.getLogger("countdown_rl.train")
 
 
 @dataclass
-class CountdownScriptArguments:
-    """What to train on and what to do around training (the recipe's non-TRL keys)."""
+class CountdownScriptArguments(ReliabilityArguments):
+    """What to train on and what to do around training (the recipe's non-TRL keys; the reliability keys first)."""
 
     dataset_name: str = field(
         default=DEFAULT_DATASET,
@@ -158,19 +162,10 @@ def check_recipe(script_args, training_args, model_args) -> None:
 
 
 def resolve_checkpoint(resume: str | bool | None, output_dir: str) -> str | None:
-    """``true`` -> newest ``checkpoint-N`` in ``output_dir`` (an error if none); a path -> that path."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """``true`` -> newest complete ``checkpoint-N`` in ``output_dir`` (an error if none); a path -> that path."""
+    from countdown_rl.reliability import resolve_resume
 
-    if resume in (None, False, "false", "False", ""):
-        return None
-    if resume in (True, "true", "True"):
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        if last is None:
-            raise ValueError(f"resume_from_checkpoint: no checkpoint-* folder in {output_dir}")
-        return last
-    if not os.path.isdir(resume):
-        raise ValueError(f"resume_from_checkpoint: {resume} is not a folder")
-    return resume
+    return resolve_resume(False, resume, output_dir)
 
 
 def _error(err: BaseException) -> int:
@@ -192,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         script_args, training_args, model_args = parse_args(argv)
         check_recipe(script_args, training_args, model_args)
-        checkpoint = resolve_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+        # Hub settings, the output directory (never reused silently) and the checkpoint to resume from.
+        plan = prepare_run(script_args, training_args, model_args)
+        checkpoint = plan.checkpoint
     except (ValueError, TypeError) as err:
         return _error(err)
 
@@ -202,8 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     from trl import get_peft_config
 
     from countdown_rl.data import prepare_countdown
-    from countdown_rl.model_card import RUN_INFO, write_json_atomic
+    from countdown_rl.hub import failed_push_message
+    from countdown_rl.reliability import reliable_trainer_class, run_training, start_record
     from countdown_rl.rewards import get_reward_funcs
+    from countdown_rl.run_record import set_status
     from countdown_rl.trainer import CountdownGRPOTrainer
 
     set_seed(training_args.seed)
@@ -239,15 +238,18 @@ def main(argv: list[str] | None = None) -> int:
         dtype=dtype,
     )
     eval_subset = test_ds.select(range(min(script_args.eval_subset_size, len(test_ds))))
-    trainer = CountdownGRPOTrainer(
-        model=model,
-        reward_funcs=get_reward_funcs(script_args.reward_funcs),
-        args=training_args,
-        train_dataset=train_ds,
-        eval_dataset=eval_subset if len(eval_subset) else None,
-        processing_class=tokenizer,
-        peft_config=get_peft_config(model_args),
-    )
+    try:  # e.g. lora_target_modules that match no layer (peft's ValueError): one line, nothing written yet
+        trainer = reliable_trainer_class(CountdownGRPOTrainer)(
+            model=model,
+            reward_funcs=get_reward_funcs(script_args.reward_funcs),
+            args=training_args,
+            train_dataset=train_ds,
+            eval_dataset=eval_subset if len(eval_subset) else None,
+            processing_class=tokenizer,
+            peft_config=get_peft_config(model_args),
+        )
+    except ValueError as err:
+        return _error(err)
     logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
     if trainer.accelerator.is_main_process:
         run_info = {
@@ -262,8 +264,11 @@ def main(argv: list[str] | None = None) -> int:
             "resumed_from": checkpoint,
             "data": info if isinstance(info, dict) else vars(info),
         }
-        write_json_atomic(Path(training_args.output_dir) / RUN_INFO, run_info)
-    trainer.train(resume_from_checkpoint=checkpoint)
+        start_record(training_args.output_dir, plan, run_info)  # + recipe and status; clears an overwritten run
+    stopped = run_training(trainer, checkpoint, non_finite=script_args.non_finite)
+    if stopped is not None:  # interrupted (checkpoint saved) or non-finite: one line said so
+        _end_distributed()
+        return stopped
     trainer.save_model(training_args.output_dir)  # with use_peft: the adapter only
     trainer.save_state()  # trainer_state.json (log history) in output_dir, for `countdown-rl report`
     if trainer.accelerator.is_main_process:
@@ -274,15 +279,24 @@ def main(argv: list[str] | None = None) -> int:
         final = trainer.evaluate_countdown(test_ds.select(range(min(final_size, len(test_ds)))), final=True)
         logger.info("final held-out accuracy %.2f%% on %d puzzles", 100 * final.accuracy, final.num_puzzles)
     trainer.create_model_card(dataset_name=script_args.dataset_name)
+    push_error = None
     if training_args.push_to_hub:
-        trainer.push_to_hub(dataset_name=script_args.dataset_name)
+        try:
+            trainer.push_to_hub(dataset_name=script_args.dataset_name)
+        except Exception as err:  # noqa: BLE001  (network, auth, quota): the run is on disk; say so, push later
+            push_error = failed_push_message(training_args.output_dir, training_args.hub_model_id, err)
     # Last: merge_and_unload folds the adapter into the trainer's model in place, after which the model would save
     # (and push) an empty adapter. The merged model stays local (<output_dir>/merged; checkpoints are not pushed).
     if script_args.merge_adapter and trainer.accelerator.is_main_process:
         merged = trainer.accelerator.unwrap_model(trainer.model).merge_and_unload()
         merged.save_pretrained(Path(training_args.output_dir) / "merged")
         tokenizer.save_pretrained(Path(training_args.output_dir) / "merged")
+    if trainer.accelerator.is_main_process:
+        set_status(training_args.output_dir, "finished", step=trainer.state.global_step, message=push_error)
     _end_distributed()
+    if push_error:
+        print(f"countdown-rl train: error: {push_error}", file=sys.stderr)
+        return 1
     return 0
 
 
