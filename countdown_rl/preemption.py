@@ -8,7 +8,8 @@
    first (a signal may reach one rank only), so every rank stops at the same step. It stops at the next step that
    ends a generation cycle (``steps_per_generation * num_iterations`` micro-steps: TRL buffers completions across
    steps, and a checkpoint inside a cycle would not resume bit-exactly), asks the Trainer to save a checkpoint
-   there (model, optimizer, scheduler, RNG and the data position in ``trainer_state.json``) and to stop.
+   there (model, optimizer, scheduler, RNG and the data position in ``trainer_state.json``) and to stop. A signal
+   during a scheduled save stops right after it (``on_save``): that checkpoint is already the current step.
 3. The caller (:func:`countdown_rl.reliability.run_training`) records ``interrupted at step N`` in the run's
    status and exits with :data:`EXIT_INTERRUPTED` (75, EX_TEMPFAIL: "try again") and one line saying how to resume.
 """
@@ -95,4 +96,8 @@ class PreemptionCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if self.stopped_at is not None:
             self.preemption.saving = False
+        elif self._requested_anywhere() and self._at_cycle_end():
+            # the signal came during a scheduled save: that checkpoint is the one to stop at, no extra step
+            self.stopped_at = state.global_step
+            control.should_training_stop = True
         return control
