@@ -269,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     if stopped is not None:  # interrupted (checkpoint saved) or non-finite: one line said so
         _end_distributed()
         return stopped
-    trainer.save_model(training_args.output_dir)  # with use_peft: the adapter only
+    # with use_peft: the adapter only. _internal_call: no "Model save" push here; the one push is at the end, where
+    # a failure is reported in one line and the run kept
+    trainer.save_model(training_args.output_dir, _internal_call=True)
     trainer.save_state()  # trainer_state.json (log history) in output_dir, for `countdown-rl report`
     if trainer.accelerator.is_main_process:
         tokenizer.save_pretrained(training_args.output_dir)

@@ -93,7 +93,9 @@ def main() -> int:
     torch.set_num_threads(1)
     from countdown_rl.train import main as train_main
 
-    return train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"])
+    code = train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"])
+    print(f"fault_run: {STATE['step']} steps generated", file=sys.stderr)  # steps started in this process
+    return code
 
 
 if __name__ == "__main__":
