@@ -10,6 +10,9 @@ import argparse
 import json
 import sys
 from importlib import import_module
+from pathlib import Path
+
+from countdown_rl.one_line import OneLineArgumentParser
 
 # name -> ("module:function" taking argv, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -26,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def _top_level_parser() -> argparse.ArgumentParser:
     from countdown_rl import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="countdown-rl",
         description="GRPO and Dr.GRPO on the Countdown task, built on Hugging Face TRL.",
         epilog="Run 'countdown-rl COMMAND --help' for a command's options.",
@@ -43,13 +46,18 @@ def generate_main(argv: list[str] | None = None) -> int:
     from countdown_rl.data import write_jsonl
     from countdown_rl.puzzles import generate_countdown
 
-    parser = argparse.ArgumentParser(prog="countdown-rl generate", description=generate_main.__doc__)
+    parser = OneLineArgumentParser(prog="countdown-rl generate", description=generate_main.__doc__)
     parser.add_argument("n", type=int, help="number of puzzles")
     parser.add_argument("--out", required=True, help="output .jsonl path (columns nums, target)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed")
     args = parser.parse_args(argv)
     if args.n <= 0:
         parser.error(f"n must be positive, got {args.n}")
+    out = Path(args.out)
+    if out.is_dir():
+        parser.error(f"--out {out}: is a folder, expected a .jsonl file path")
+    if any(parent.exists() and not parent.is_dir() for parent in out.parents):
+        parser.error(f"--out {out}: a parent of it is a file, not a folder")
     write_jsonl(generate_countdown(args.n, seed=args.seed), args.out)
     print(f"wrote {args.n} puzzles to {args.out}")
     return 0
@@ -59,7 +67,7 @@ def verify_main(argv: list[str] | None = None) -> int:
     """``countdown-rl verify --nums 7 7 65 --target 51 TEXT``: extracted answer, value, outcome and reward."""
     from countdown_rl.verifier import score_completion
 
-    parser = argparse.ArgumentParser(prog="countdown-rl verify", description=verify_main.__doc__)
+    parser = OneLineArgumentParser(prog="countdown-rl verify", description=verify_main.__doc__)
     parser.add_argument("text", help="the completion (use - to read standard input)")
     parser.add_argument("--nums", type=int, nargs="+", required=True, help="the given numbers")
     parser.add_argument("--target", type=int, required=True, help="the target")

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.model_card import RUN_INFO, write_json_atomic
+from countdown_rl.one_line import OneLineArgumentParser
 
 PROG = "countdown-rl demo"
 DEMO_SOURCE = PROG  # run_info.json marker: a run directory this command may clear
@@ -666,7 +667,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl demo`` argument parser (defaults shown are the full demo's)."""
     d = DemoConfig()
-    p = argparse.ArgumentParser(
+    p = OneLineArgumentParser(
         prog=PROG,
         description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
         "generated Countdown puzzles, with a before/after accuracy table.",

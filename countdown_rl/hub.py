@@ -17,6 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from countdown_rl.one_line import OneLineArgumentParser
+
 PROG = "countdown-rl push"
 # Left out of a pushed run directory: resumable state and local copies (the Trainer's own push leaves them out too).
 IGNORE = ["checkpoint-*", "checkpoint-*/**", ".staging/**", "merged/**", "_*", "runs/**", "completions/**"]
@@ -57,6 +59,26 @@ def check_hub_settings(*, push_to_hub: bool, hub_model_id: str | None, output_di
     return repo_id
 
 
+def check_model_source(model: str, key: str) -> None:
+    """A model to load: an existing folder, or a Hub id that can be fetched (online, or already in the cache)."""
+    from countdown_rl.evaluate import is_local_path
+
+    path = Path(model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"{key} {model}: not a folder (a model folder or a Hub id like 'owner/name')")
+        return
+    if is_local_path(model):
+        raise ValueError(f"{key} {model}: no such folder (and it is not a Hub id like 'owner/name')")
+    if hub_offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not any(isinstance(try_to_load_from_cache(model, name), str)
+                   for name in ("config.json", "adapter_config.json")):
+            raise ValueError(f"{key} {model}: not a local folder, not in the Hub cache, and the Hub is offline "
+                             "(HF_HUB_OFFLINE=1)")
+
+
 def failed_push_message(run_dir: str | Path, repo_id: str | None, err: BaseException) -> str:
     """The one line after a failed push at the end of a run."""
     reason = " ".join(f"{type(err).__name__}: {err}".split())[:300]
@@ -94,7 +116,7 @@ def push_run(run_dir: str | Path, repo_id: str, *, private: bool | None = None, 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="Push a finished run directory (model or adapter, card, "
+    p = OneLineArgumentParser(prog=PROG, description="Push a finished run directory (model or adapter, card, "
                                 "eval files) to the Hugging Face Hub; checkpoints stay local.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a finished countdown-rl train output_dir")
     p.add_argument("--hub-model-id", "--hub_model_id", dest="hub_model_id", required=True,

@@ -56,10 +56,36 @@ def resolve_resume(resume: bool, resume_from_checkpoint: Any, output_dir: str) -
     return str(resume_from_checkpoint)
 
 
+# (key, the least it may be) for counts that zero or a negative number would turn into a crash deep in training
+POSITIVE_KEYS = (("per_device_train_batch_size", 1), ("gradient_accumulation_steps", 1), ("num_generations", 1),
+                 ("per_device_eval_batch_size", 1), ("eval_subset_size", 0), ("final_eval_size", 0),
+                 ("learning_rate", 0))
+
+
+def check_budgets(script_args, training_args) -> None:
+    """Zero or negative budgets and counts, one line each (``max_steps: -1`` is TRL's "use num_train_epochs")."""
+    for key, least in POSITIVE_KEYS:
+        args = script_args if hasattr(script_args, key) else training_args
+        value = getattr(args, key, None)
+        if value is not None and value < least:
+            raise ValueError(f"{key}: must be {'positive' if least else '>= 0'}, got {value}")
+    if training_args.max_steps == 0 or training_args.max_steps < -1:
+        raise ValueError(f"max_steps: must be positive (or -1: train num_train_epochs), got {training_args.max_steps}")
+    if training_args.max_steps == -1 and training_args.num_train_epochs <= 0:
+        raise ValueError(f"num_train_epochs: must be positive with max_steps -1, got {training_args.num_train_epochs}")
+    for key, strategy in (("save_steps", "save_strategy"), ("logging_steps", "logging_strategy"),
+                          ("eval_steps", "eval_strategy")):
+        value = getattr(training_args, key)
+        if str(getattr(training_args, strategy)).endswith("steps") and value is not None and value <= 0:
+            raise ValueError(f"{key}: must be positive with {strategy}: steps, got {value}")
+
+
 def prepare_run(script_args, training_args, model_args) -> RunPlan:
     """Checks before loading (module docstring, 1); nothing is written or deleted here."""
-    from countdown_rl.hub import check_hub_settings
+    from countdown_rl.hub import check_hub_settings, check_model_source
 
+    check_budgets(script_args, training_args)
+    check_model_source(model_args.model_name_or_path, "model_name_or_path")
     check_hub_settings(push_to_hub=training_args.push_to_hub, hub_model_id=training_args.hub_model_id,
                        output_dir=training_args.output_dir, token=training_args.hub_token, key_style="recipe")
     recipe = effective_recipe(script_args, training_args, model_args)

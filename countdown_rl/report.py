@@ -33,6 +33,7 @@ from countdown_rl.evaluation import (
     render_markdown_table,
     write_atomic,
 )
+from countdown_rl.one_line import OneLineArgumentParser
 
 PROG = "countdown-rl report"
 TRAINER_STATE, RUN_INFO = "trainer_state.json", "run_info.json"
@@ -514,7 +515,7 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path, *, samples
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl report`` argument parser."""
-    p = argparse.ArgumentParser(prog=PROG, description="Tables, plots and samples from training run directories.")
+    p = OneLineArgumentParser(prog=PROG, description="Tables, plots and samples from training run directories.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="training output_dir (trainer_state.json, run_info.json, eval/, zero_shot/)")
     p.add_argument("--out", default="report", help="report folder (default: report)")

@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             peft_config=get_peft_config(model_args),
         )
     except ValueError as err:
-        return _error(err)
+        return _error(ValueError(f"{model_args.model_name_or_path}: {err}"))
     logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
     if trainer.accelerator.is_main_process:
         run_info = {
