@@ -74,14 +74,12 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory, tiny_model_dir):
+def build_scratch(root: Path, model_dir: Path) -> Path:
     """The folder every case runs in: a tiny model, puzzles, a recipe, and the bad files the cases name."""
     from countdown_rl.data import write_jsonl
     from countdown_rl.puzzles import generate_countdown
 
-    root = tmp_path_factory.mktemp("scratch")
-    shutil.copytree(tiny_model_dir, root / "model")
+    shutil.copytree(model_dir, root / "model")
     write_jsonl(generate_countdown(64, seed=0), root / "puzzles.jsonl")
     shutil.copy(SMOKE, root / "recipe.yaml")
     (root / "bad.yaml").write_text(SMOKE.read_text().replace("seed: 42\n", "seed: [42\n"))
@@ -90,6 +88,11 @@ def scratch(tmp_path_factory, tiny_model_dir):
     (root / "a_file").write_text("not a model\n")
     (root / "folder").mkdir()
     return root
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory, tiny_model_dir):
+    return build_scratch(tmp_path_factory.mktemp("scratch"), tiny_model_dir)
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
