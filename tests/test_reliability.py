@@ -107,7 +107,7 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
     assert "Traceback" not in run.stderr
     [stopped] = [line for line in run.ours if "stopped:" in line]
     assert f"interrupted by {name} at step {step}" in stopped and "--resume true" in stopped
-    assert f"steps generated" in run.stderr and f"fault_run: {step} steps generated" in run.stderr  # none lost
+    assert f"fault_run: {step} steps generated" in run.stderr  # the step in flight finished; none is lost
     assert status(out) | {"message": None} == {"state": "interrupted", "step": step, "message": None,
                                                "signal": name, "checkpoint": str(out / f"checkpoint-{step}")}
     assert status(out)["message"] == f"interrupted at step {step}"

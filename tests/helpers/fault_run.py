@@ -47,9 +47,9 @@ def toy_dense_reward(completions, **kwargs):
 
 
 def forward_hook(module, args, output):
-    """On the model's training forward pass of the chosen step (generation runs under no_grad): NaN hidden states, or a
-    hook on the gradient of the decoder's hidden states that fires in the backward pass (NaN gradients, or the signal)."""
-    # the decoder stack (Qwen3Model): TRL's fused LM head replaces the logits by log-probs, the hidden states stay
+    """On the model's training forward pass of the chosen step (generation runs under no_grad): NaN hidden states,
+    or a hook on their gradient that fires in the backward pass (NaN gradients, or the signal)."""
+    # the decoder stack (Qwen3Model): TRL's fused LM head gives log-probs, not logits; the hidden states stay
     if STATE["fired"] or not torch.is_grad_enabled() or getattr(output, "last_hidden_state", None) is None:
         return None
     kind = FAULT[0]
