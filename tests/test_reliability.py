@@ -122,6 +122,34 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
     assert json.loads((out / "run_info.json").read_text())["resumed_from"] == str(out / f"checkpoint-{step}")
 
 
+@pytest.mark.slow
+def test_two_processes_stop_at_the_same_step_when_one_gets_the_signal(tiny_model_dir, puzzles, tmp_path):
+    """``accelerate launch --multi_gpu --num_processes 2`` on the CPU (gloo); SIGTERM reaches rank 0 only.
+
+    (Resuming a multi-process run on the CPU is not tested: transformers 5.17 loads optimizer.pt with
+    ``map_location=args.device``, ``cpu:0`` under DDP on the CPU, which torch.load rejects; GPUs are unaffected.)
+    """
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
+               str(port), str(FAULT_RUN), "signal:generation:3:TERM", "--", "--config", str(SMOKE),
+               "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0  # the launcher reports the children's exit code 75 as a failure of its own
+    assert done.stderr.count("fault_run: 3 steps generated") == 2, done.stderr[-3000:]  # both ranks, step 3
+    assert done.stderr.count("countdown-rl train: stopped: interrupted by SIGTERM at step 3") == 1  # rank 0 says it
+    assert status(out)["state"] == "interrupted" and status(out)["step"] == 3
+    assert checkpoint_problem(out / "checkpoint-3") is None
+    assert {"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in (out / "checkpoint-3").iterdir()}
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # 2. Atomic checkpoints
 # ---------------------------------------------------------------------------------------------------------------

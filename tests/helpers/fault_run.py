@@ -13,7 +13,8 @@ would make resume tests vacuous); one generation per optimizer step, so reward c
 * ``nan-grad:STEP`` / ``nan-loss:STEP``: NaN gradients (a hook on the hidden states' gradient) or NaN hidden states (so
   the loss) in the training pass of step STEP.
 
-The hooks are on torch (a global module forward hook, tensor hooks, ``torch.save``), never on countdown_rl's code.
+Under a multi-process launch only rank 0 gets the signal (the others must learn it from rank 0). The hooks are on
+torch (a global module forward hook, tensor hooks, ``torch.save``), never on countdown_rl's code.
 """
 
 import os
@@ -33,7 +34,9 @@ STATE = {"step": 0, "fired": False}
 
 def fire(sig: signal.Signals, repeat: int = 1) -> None:
     STATE["fired"] = True
-    for i in range(repeat):
+    if os.environ.get("RANK", "0") != "0":  # with several processes the signal reaches rank 0 only
+        return
+    for _ in range(repeat):
         os.kill(os.getpid(), sig)
         time.sleep(0.05)  # let the handler run between signals, as with separate deliveries
 
