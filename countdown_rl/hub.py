@@ -1,9 +1,9 @@
 """The Hugging Face Hub around a run: checks before anything loads, and ``countdown-rl push RUN_DIR`` afterwards.
 
-1. :func:`check_hub_settings`: with ``push_to_hub`` or a ``hub_model_id``, the Hub must be reachable in
-   principle (``HF_HUB_OFFLINE`` unset, as ``huggingface_hub`` sees it), a token present (``hub_token`` or
-   ``huggingface_hub.get_token()``: ``HF_TOKEN`` or ``hf auth login``) and the repository id well formed (``name``
-   or ``owner/name``, ``huggingface_hub``'s own validation). One line if not; nothing is sent.
+1. :func:`check_hub_settings`: a ``hub_model_id`` must be a well-formed repository id (``name`` or
+   ``owner/name``, ``huggingface_hub``'s own validation); with ``push_to_hub`` the Hub must also be reachable in
+   principle (``HF_HUB_OFFLINE`` unset, as ``huggingface_hub`` sees it) and a token present (``hub_token`` or
+   ``huggingface_hub.get_token()``: ``HF_TOKEN`` or ``hf auth login``). One line if not; nothing is sent.
 2. A push that fails at the end of a finished run (``countdown-rl train``) keeps everything on disk and says so in
    one line, with the command below.
 3. ``countdown-rl push RUN_DIR --hub-model-id owner/name``: uploads a finished run directory (model or adapter,
@@ -51,6 +51,8 @@ def check_hub_settings(*, push_to_hub: bool, hub_model_id: str | None, output_di
     except HFValidationError as err:
         raise ValueError(f"{key}: {repo_id!r} is not a valid Hub repository id ('name' or 'owner/name'; "
                          f"{' '.join(str(err).split())[:120]})") from None
+    if not push_to_hub:  # a hub_model_id alone is only named, not used: the id must be well formed, nothing more
+        return repo_id
     if hub_offline():
         raise ValueError(f"{key} {repo_id}: the Hub is offline (HF_HUB_OFFLINE=1): unset it to push, or leave "
                          "push_to_hub off and push later with countdown-rl push")

@@ -238,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         dtype=dtype,
     )
     eval_subset = test_ds.select(range(min(script_args.eval_subset_size, len(test_ds))))
-    try:  # e.g. lora_target_modules that match no layer (peft's ValueError): one line, nothing written yet
+    # lora_target_modules that match no layer (peft's ValueError), or a Hub repository that cannot be created with
+    # push_to_hub (an OSError from the client): one line, nothing written yet
+    try:
         trainer = reliable_trainer_class(CountdownGRPOTrainer)(
             model=model,
             reward_funcs=get_reward_funcs(script_args.reward_funcs),
@@ -248,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             processing_class=tokenizer,
             peft_config=get_peft_config(model_args),
         )
-    except ValueError as err:
+    except (ValueError, OSError) as err:
         return _error(ValueError(f"{model_args.model_name_or_path}: {err}"))
     logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
     if trainer.accelerator.is_main_process:
