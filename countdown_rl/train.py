@@ -250,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
             processing_class=tokenizer,
             peft_config=get_peft_config(model_args),
         )
-    except (ValueError, OSError) as err:
+    except ValueError as err:
         return _error(ValueError(f"{model_args.model_name_or_path}: {err}"))
+    except OSError as err:
+        return _error(OSError(f"hub_model_id {training_args.hub_model_id or training_args.output_dir}: {err}"))
     logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
     if trainer.accelerator.is_main_process:
         run_info = {
