@@ -9,6 +9,8 @@
 3. ``countdown-rl push RUN_DIR --hub-model-id owner/name``: uploads a finished run directory (model or adapter,
    tokenizer, ``README.md`` card, ``eval/``, ``zero_shot/``, ``run_info.json``, ``trainer_state.json``), not its
    checkpoints, merged copy or staging folder. The card is written first if the run has none.
+4. :func:`check_model_source` (train and eval, before loading): a model path that exists must be a folder; a Hub
+   id while offline must already be in the Hub cache.
 """
 
 from __future__ import annotations

@@ -82,10 +82,9 @@ def check_budgets(script_args, training_args) -> None:
 
 def prepare_run(script_args, training_args, model_args) -> RunPlan:
     """Checks before loading (module docstring, 1); nothing is written or deleted here."""
-    from countdown_rl.hub import check_hub_settings, check_model_source
+    from countdown_rl.hub import check_hub_settings
 
     check_budgets(script_args, training_args)
-    check_model_source(model_args.model_name_or_path, "model_name_or_path")
     check_hub_settings(push_to_hub=training_args.push_to_hub, hub_model_id=training_args.hub_model_id,
                        output_dir=training_args.output_dir, token=training_args.hub_token, key_style="recipe")
     recipe = effective_recipe(script_args, training_args, model_args)

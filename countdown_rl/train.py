@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     from trl import get_peft_config
 
     from countdown_rl.data import prepare_countdown
-    from countdown_rl.hub import failed_push_message
+    from countdown_rl.hub import check_model_source, failed_push_message
     from countdown_rl.reliability import reliable_trainer_class, run_training, start_record
     from countdown_rl.rewards import get_reward_funcs
     from countdown_rl.run_record import set_status
@@ -221,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
             split_method=script_args.split_method,
             on_invalid=script_args.on_invalid_rows,
         )
+        # a model path that is no folder, or a Hub id while offline and not cached: one line before loading
+        check_model_source(model_args.model_name_or_path, "model_name_or_path")
     except (ValueError, FileNotFoundError, ConnectionError) as err:  # ConnectionError: a Hub id, offline
         return _error(err)
     logger.info("dataset %s", info)

@@ -365,6 +365,9 @@ def test_hub_settings_are_checked_before_loading(tmp_path, capsys, no_loading, m
     base = ["--config", str(SMOKE), "--output_dir", str(tmp_path / "out")]
     assert main(base + ["--push_to_hub", "true", "--hub_model_id", "me/countdown"]) == 2  # HF_HUB_OFFLINE=1 here
     assert "hub_model_id me/countdown: the Hub is offline" in one_error(capsys)
+    # a hub_model_id without push_to_hub is only named: offline is fine (a later check, the dataset, fails here)
+    assert main(base + ["--hub_model_id", "me/countdown", "--dataset_name", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl" in one_error(capsys)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
