@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import import_module
+from pathlib import Path
+
+from countdown_rl.one_line import OneLineArgumentParser
 
 # name -> ("module:function" taking argv, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -19,13 +22,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("countdown_rl.commands.verify:main", "judge one completion against a task's row (answer, outcome, reward)"),
     "warmup": ("countdown_rl.commands.warmup:main", "tiny offline model + a short SFT on a task's rows (start of CPU recipes)"),
     "demo": ("countdown_rl.commands.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
+    "push": ("countdown_rl.hub:main", "push a finished run directory (model, card, eval files) to the Hub"),
 }
 
 
 def _top_level_parser() -> argparse.ArgumentParser:
     from countdown_rl import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="countdown-rl",
         description="GRPO and Dr.GRPO on Countdown and other verifiable tasks, built on Hugging Face TRL.",
         epilog="Run 'countdown-rl COMMAND --help' for a command's options.",

@@ -6,9 +6,11 @@ its prepared datasets, and:
 1. builds :class:`~countdown_rl.trainer.CountdownGRPOTrainer` with the task's reward functions (by recipe name);
 2. writes the run record (``run_info.json``) on the main process, before any step, so an interrupted run is
    still described;
-3. trains, resuming from ``resume_from_checkpoint`` when given;
+3. trains, resuming from ``resume_from_checkpoint`` when given. With a ``plan`` from
+   :func:`countdown_rl.reliability.prepare_run` (``countdown-rl train``), checkpoints are atomic, signals save a
+   checkpoint and stop, a non-finite step stops (or is skipped), and the record holds the recipe and the status;
 4. saves the model (with ``use_peft``, the adapter), the tokenizer and ``trainer_state.json`` (the log history
-   that ``countdown-rl report`` plots).
+   that ``countdown-rl report`` plots), unless training stopped early.
 
 What comes after (final evaluation, card, Hub push, adapter merge) stays with the caller, which knows what it
 wants of them.
@@ -24,10 +26,15 @@ from typing import TYPE_CHECKING, Any
 from countdown_rl.runs import RunRecord, write_run_record
 
 if TYPE_CHECKING:
+    from countdown_rl.reliability import RunPlan
     from countdown_rl.tasks.base import Task
     from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
-__all__ = ["TrainedRun", "train_grpo"]
+__all__ = ["TrainedRun", "TrainerSetupError", "train_grpo"]
+
+
+class TrainerSetupError(ValueError):
+    """The trainer could not be built from these settings (e.g. a LoRA target matching no layer): nothing ran."""
 
 
 @dataclass
@@ -37,6 +44,7 @@ class TrainedRun:
     trainer: CountdownGRPOTrainer
     resumed_from: str | None
     global_step: int
+    stopped: int | None = None  # the exit code when training stopped early (interrupted, non-finite), else None
 
     @property
     def model(self):
@@ -58,27 +66,37 @@ def train_grpo(
     resume_from_checkpoint: str | None = None,
     callbacks: Sequence[Any] = (),
     quiet: bool = False,
+    plan: RunPlan | None = None,
+    non_finite: str = "stop",
 ) -> TrainedRun:
     """Train with GRPO / Dr.GRPO on ``task`` into ``args.output_dir`` (see the module docstring).
 
     ``model`` is a model object or a path TRL loads; ``reward_funcs`` are the task's reward names (default: the
     task's defaults); ``record`` is completed here (reduction, std normalisation, processes, resume point).
     ``quiet`` removes the Trainer's printing and progress-bar callbacks (callers that print their own lines).
+    ``plan`` and ``non_finite`` switch on the reliability layer (module docstring, 3).
     """
+    from countdown_rl.reliability import reliable_trainer_class, run_training, start_record
     from countdown_rl.trainer import CountdownGRPOTrainer
 
     names = list(reward_funcs) if reward_funcs else list(task.default_reward_funcs)
-    trainer = CountdownGRPOTrainer(
-        model=model,
-        reward_funcs=task.get_reward_funcs(names),
-        args=args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-        callbacks=list(callbacks) or None,
-        task=task,
-    )
+    trainer_cls = CountdownGRPOTrainer if plan is None else reliable_trainer_class(CountdownGRPOTrainer)
+    try:
+        trainer = trainer_cls(
+            model=model,
+            reward_funcs=task.get_reward_funcs(names),
+            args=args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=tokenizer,
+            peft_config=peft_config,
+            callbacks=list(callbacks) or None,
+            task=task,
+        )
+    except ValueError as err:  # peft: lora_target_modules that match no layer
+        raise TrainerSetupError(f"{getattr(model, 'name_or_path', model)}: {err}") from None
+    except OSError as err:  # the Hub client, with push_to_hub: the repository cannot be created
+        raise TrainerSetupError(f"hub_model_id {args.hub_model_id or args.output_dir}: {err}") from None
     if quiet:
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
@@ -96,9 +114,18 @@ def train_grpo(
             num_processes=trainer.accelerator.num_processes,
             resumed_from=resume_from_checkpoint,
         )
-        write_run_record(args.output_dir, record)
-    trainer.train(resume_from_checkpoint=resume_from_checkpoint)
-    trainer.save_model(args.output_dir)  # with use_peft: the adapter only
+        if plan is None:
+            write_run_record(args.output_dir, record)
+        else:  # + the recipe and the status; an overwritten run's files are cleared now that the model loaded
+            start_record(args.output_dir, plan, record.to_dict())
+    if plan is None:
+        trainer.train(resume_from_checkpoint=resume_from_checkpoint)
+    else:
+        stopped = run_training(trainer, resume_from_checkpoint, non_finite=non_finite)
+        if stopped is not None:
+            return TrainedRun(trainer, resume_from_checkpoint, trainer.state.global_step, stopped)
+    # with use_peft: the adapter only. _internal_call: no "Model save" Hub commit here; the caller pushes once.
+    trainer.save_model(args.output_dir, _internal_call=True)
     trainer.save_state()  # trainer_state.json (log history) in output_dir, for `countdown-rl report`
     if trainer.accelerator.is_main_process:
         tokenizer.save_pretrained(str(Path(args.output_dir)))

@@ -51,6 +51,7 @@ class RunRecord:
     data: dict[str, Any] = field(default_factory=dict)
     recipe: dict[str, Any] = field(default_factory=dict)
     curriculum_stage: str | None = None
+    status: dict[str, Any] = field(default_factory=dict)  # state running / interrupted / failed / finished, step
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -177,8 +177,10 @@ def test_dataset_errors_are_one_line_before_the_model_is_loaded(tmp_path, capsys
 
 def test_resume_from_checkpoint_is_parsed_as_a_string_and_resolved(tmp_path):
     out = tmp_path / "out"
-    for step in (2, 10, 4):
+    for step in (2, 10, 4):  # the least a checkpoint without a manifest needs: trainer state and weights
         (out / f"checkpoint-{step}").mkdir(parents=True)
+        (out / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+        (out / f"checkpoint-{step}" / "model.safetensors").write_bytes(b"")
     _, training_args, _ = parse_args(["--config", str(SMOKE), "--output_dir", str(out),
                                       "--resume_from_checkpoint", "true"])
     assert training_args.resume_from_checkpoint == "true"  # TrainingArguments types it `str | None`
@@ -383,9 +385,10 @@ def test_push_to_hub_uploads_the_adapter_and_our_card(tiny_model_dir, puzzles, t
     """push_to_hub, hub_model_id and hub_strategy as TRL/transformers implement them; the Hub is cut at the client
     boundary: ``huggingface_hub.HfApi.create_repo`` and ``upload_folder`` (the two calls transformers' Trainer makes:
     init_hf_repo, _push_from_checkpoint, push_to_hub) record their arguments and a copy of what would be uploaded.
-    Any other Hub call fails (HF_HUB_OFFLINE=1).
+    Any other Hub call fails (HF_HUB_OFFLINE=1); the checks made before loading see the client's constants
+    ``HF_HUB_OFFLINE`` set to False and a made-up ``HF_TOKEN``.
     """
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, constants
     from huggingface_hub.utils import filter_repo_objects
 
     repos, uploads = [], []
@@ -415,6 +418,8 @@ def test_push_to_hub_uploads_the_adapter_and_our_card(tiny_model_dir, puzzles, t
 
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
 
     out = tmp_path / "out"
     code = train(SMOKE_LORA, tiny_model_dir, puzzles, out, "--max_steps", "2", "--push_to_hub", "true",

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
+from countdown_rl.one_line import OneLineArgumentParser
 from countdown_rl.algorithms import ALGORITHMS
 from countdown_rl.demo import PROG, TRACES, DemoConfig, quick_config, run_demo
 
@@ -14,7 +15,7 @@ from countdown_rl.demo import PROG, TRACES, DemoConfig, quick_config, run_demo
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl demo`` argument parser (defaults shown are the full demo's)."""
     d = DemoConfig()
-    p = argparse.ArgumentParser(
+    p = OneLineArgumentParser(
         prog=PROG,
         description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
         "generated Countdown puzzles, with a before/after accuracy table.",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.data import DataArguments
+from countdown_rl.one_line import OneLineArgumentParser
 
 PROG = "countdown-rl eval"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -67,7 +68,7 @@ def data_arguments(args: argparse.Namespace) -> DataArguments:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl eval`` argument parser."""
-    p = argparse.ArgumentParser(
+    p = OneLineArgumentParser(
         prog=PROG,
         description="Evaluate a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.",
     )
@@ -137,6 +138,14 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--model {args.model}: no such folder (and it is not a Hub id like 'owner/name')")
     if model.exists() and not model.is_dir():
         raise UsageError(f"--model {args.model}: not a folder")
+    from countdown_rl.hub import check_model_source
+
+    try:  # a Hub id while offline and not in the cache
+        check_model_source(args.model, "--model")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+        raise UsageError(f"--output-dir {args.output_dir}: exists and is not a folder")
     bad = [b for b in args.max_tokens if b <= 0]
     if bad:
         raise UsageError(f"--max_tokens: budgets must be positive, got {bad[0]}")
@@ -273,7 +282,7 @@ def _run(args: argparse.Namespace) -> int:
             args.model, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm", seed=args.seed
         )
     except (OSError, ValueError) as err:
-        print(f"{PROG}: error: cannot load model {args.model}: {err}", file=sys.stderr)
+        print(f"{PROG}: error: cannot load model {args.model}: {' '.join(str(err).split())}", file=sys.stderr)
         return 1
     chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
     evaluated = evaluate_budgets(

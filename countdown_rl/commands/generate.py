@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from countdown_rl.one_line import OneLineArgumentParser
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 
@@ -12,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     from countdown_rl.data import write_jsonl
     from countdown_rl.tasks import get_task
 
-    parser = argparse.ArgumentParser(prog="countdown-rl generate", description=main.__doc__)
+    parser = OneLineArgumentParser(prog="countdown-rl generate", description=main.__doc__)
     parser.add_argument("n", type=int, help="number of rows")
     parser.add_argument("--out", required=True, help="output .jsonl path")
     parser.add_argument("--task", choices=sorted(TASKS), default=DEFAULT_TASK, help="task (default countdown)")
@@ -20,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.n <= 0:
         parser.error(f"n must be positive, got {args.n}")
+    out = Path(args.out)
+    if out.is_dir():
+        parser.error(f"--out {out}: is a folder, expected a .jsonl file path")
+    if any(parent.exists() and not parent.is_dir() for parent in out.parents):
+        parser.error(f"--out {out}: a parent of it is a file, not a folder")
     write_jsonl(get_task(args.task).generate(args.n, seed=args.seed), args.out)
     print(f"wrote {args.n} {args.task} rows to {args.out}")
     return 0

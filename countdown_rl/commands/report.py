@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from countdown_rl.one_line import OneLineArgumentParser
 from countdown_rl.report import PLOTS, ReportError, write_report
 
 PROG = "countdown-rl report"
@@ -13,7 +14,7 @@ PROG = "countdown-rl report"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl report`` argument parser."""
-    p = argparse.ArgumentParser(prog=PROG, description="Tables, plots and samples from training run directories.")
+    p = OneLineArgumentParser(prog=PROG, description="Tables, plots and samples from training run directories.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="training output_dir (trainer_state.json, run_info.json, eval/, zero_shot/)")
     p.add_argument("--out", default="report", help="report folder (default: report)")

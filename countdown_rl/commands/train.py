@@ -10,6 +10,9 @@ Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_
 4. :func:`countdown_rl.pipeline.train_grpo` trains (resuming from the newest checkpoint when asked) and saves;
    then the model is evaluated on the held-out split, described in a model card, pushed to the Hub, and last,
    with ``merge_adapter``, merged into ``<output_dir>/merged``.
+5. Around training (:mod:`countdown_rl.reliability`): the output directory is never reused silently (``resume``,
+   ``overwrite_output_dir``), checkpoints are atomic, SIGTERM/SIGINT/SIGUSR1 save a checkpoint and exit 75, a
+   non-finite step stops the run (or is skipped), and ``run_info.json`` records the recipe and the run's status.
 
 Every error found before loading is one line on stderr, ``countdown-rl train: error: ...``, and exit code 2.
 """
@@ -17,19 +20,20 @@ Every error found before loading is one line on stderr, ``countdown-rl train: er
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from countdown_rl.data import DataArguments
+from countdown_rl.reliability import prepare_run
+from countdown_rl.run_record import ReliabilityArguments
 
 logger = logging.getLogger("countdown_rl.train")
 
 
 @dataclass
-class ScriptArguments(DataArguments):
+class ScriptArguments(DataArguments, ReliabilityArguments):
     """What to train on and what to do around training (the recipe's non-TRL keys)."""
 
     reward_funcs: list[str] | None = field(
@@ -132,19 +136,10 @@ def check_recipe(script_args, training_args, model_args):
 
 
 def resolve_checkpoint(resume: str | bool | None, output_dir: str) -> str | None:
-    """``true`` -> newest ``checkpoint-N`` in ``output_dir`` (an error if none); a path -> that path."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """``true`` -> newest complete ``checkpoint-N`` in ``output_dir`` (an error if none); a path -> that path."""
+    from countdown_rl.reliability import resolve_resume
 
-    if resume in (None, False, "false", "False", ""):
-        return None
-    if resume in (True, "true", "True"):
-        last = get_last_checkpoint(output_dir) if os.path.isdir(output_dir) else None
-        if last is None:
-            raise ValueError(f"resume_from_checkpoint: no checkpoint-* folder in {output_dir}")
-        return last
-    if not os.path.isdir(resume):
-        raise ValueError(f"resume_from_checkpoint: {resume} is not a folder")
-    return resume
+    return resolve_resume(False, resume, output_dir)
 
 
 def _error(err: BaseException) -> int:
@@ -166,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         script_args, training_args, model_args = parse_args(argv)
         task = check_recipe(script_args, training_args, model_args)
-        checkpoint = resolve_checkpoint(training_args.resume_from_checkpoint, training_args.output_dir)
+        # Hub settings, the output directory (never reused silently) and the checkpoint to resume from.
+        plan = prepare_run(script_args, training_args, model_args)
+        checkpoint = plan.checkpoint
     except (ValueError, TypeError) as err:
         return _error(err)
 
@@ -176,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     from trl import get_peft_config
 
     from countdown_rl.data import prepare_data
-    from countdown_rl.pipeline import train_grpo
+    from countdown_rl.hub import check_model_source, failed_push_message
+    from countdown_rl.pipeline import TrainerSetupError, train_grpo
+    from countdown_rl.run_record import set_status
     from countdown_rl.runs import RunRecord
 
     set_seed(training_args.seed)
@@ -187,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:  # missing columns, a bad row, no such file: one line naming the file (and row), before the model loads
         train_ds, test_ds, info = prepare_data(script_args, task)
+        # a model path that is no folder, or a Hub id while offline and not cached: one line before loading
+        check_model_source(model_args.model_name_or_path, "model_name_or_path")
     except (ValueError, FileNotFoundError, ConnectionError) as err:  # ConnectionError: a Hub id, offline
         return _error(err)
     logger.info("dataset %s", info)
@@ -206,35 +207,52 @@ def main(argv: list[str] | None = None) -> int:
     eval_subset = test_ds.select(range(min(script_args.eval_subset_size, len(test_ds))))
     dataset = script_args.dataset_name or task.default_dataset
     record = RunRecord(model=model_args.model_name_or_path, dataset=dataset, data=info.as_dict())
-    run = train_grpo(
-        model,
-        tokenizer,
-        training_args,
-        train_ds,
-        task=task,
-        record=record,
-        reward_funcs=script_args.reward_funcs,
-        eval_dataset=eval_subset if len(eval_subset) else None,
-        peft_config=get_peft_config(model_args),
-        resume_from_checkpoint=checkpoint,
-    )
+    try:
+        run = train_grpo(
+            model,
+            tokenizer,
+            training_args,
+            train_ds,
+            task=task,
+            record=record,
+            reward_funcs=script_args.reward_funcs,
+            eval_dataset=eval_subset if len(eval_subset) else None,
+            peft_config=get_peft_config(model_args),
+            resume_from_checkpoint=checkpoint,
+            plan=plan,
+            non_finite=script_args.non_finite,
+        )
+    except TrainerSetupError as err:  # e.g. lora_target_modules that match no layer: one line, nothing written
+        return _error(err)
     trainer = run.trainer
     logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
+    if run.stopped is not None:  # interrupted (checkpoint saved) or non-finite: one line said so
+        _end_distributed()
+        return run.stopped
 
     final_size = len(test_ds) if script_args.final_eval_size is None else script_args.final_eval_size
     if final_size > 0:
         final = trainer.evaluate_task(test_ds.select(range(min(final_size, len(test_ds)))), final=True)
         logger.info("final held-out accuracy %.2f%% on %d rows", 100 * final.accuracy, final.num_puzzles)
     trainer.create_model_card(dataset_name=dataset)
+    push_error = None
     if training_args.push_to_hub:
-        trainer.push_to_hub(dataset_name=dataset)
+        try:
+            trainer.push_to_hub(dataset_name=dataset)
+        except Exception as err:  # noqa: BLE001  (network, auth, quota): the run is on disk; say so, push later
+            push_error = failed_push_message(training_args.output_dir, training_args.hub_model_id, err)
     # Last: merge_and_unload folds the adapter into the trainer's model in place, after which the model would save
     # (and push) an empty adapter. The merged model stays local (<output_dir>/merged; checkpoints are not pushed).
     if script_args.merge_adapter and trainer.accelerator.is_main_process:
         merged = run.model.merge_and_unload()
         merged.save_pretrained(Path(training_args.output_dir) / "merged")
         tokenizer.save_pretrained(Path(training_args.output_dir) / "merged")
+    if trainer.accelerator.is_main_process:
+        set_status(training_args.output_dir, "finished", step=trainer.state.global_step, message=push_error)
     _end_distributed()
+    if push_error:
+        print(f"countdown-rl train: error: {push_error}", file=sys.stderr)
+        return 1
     return 0
 
 

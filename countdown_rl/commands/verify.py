@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from countdown_rl.one_line import OneLineArgumentParser
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 PROG = "countdown-rl verify"
@@ -17,7 +18,7 @@ PROG = "countdown-rl verify"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl verify`` argument parser."""
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("text", help="the completion (use - to read standard input)")
     p.add_argument("--task", choices=sorted(TASKS), default=DEFAULT_TASK, help="task (default countdown)")
     p.add_argument("--row", help="the row as JSON, with the task's columns")

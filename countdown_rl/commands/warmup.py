@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from countdown_rl.one_line import OneLineArgumentParser
 from countdown_rl.tasks import TASKS
 
 PROG = "countdown-rl warmup"
@@ -17,7 +18,7 @@ PROG = "countdown-rl warmup"
 
 def main(argv: list[str] | None = None) -> int:
     """``countdown-rl warmup --task NAME --out DIR``: tiny offline Qwen3 + a short SFT on the task's rows."""
-    parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
+    parser = OneLineArgumentParser(prog=PROG, description=main.__doc__)
     parser.add_argument("--task", choices=sorted(TASKS), required=True, help="the task to warm up on")
     parser.add_argument("--out", required=True, help="folder for the warmed-up model (and <out>-base for the base)")
     parser.add_argument("--steps", type=int, default=40, help="SFT steps (default 40: sometimes right, not always)")

@@ -1,0 +1,164 @@
+"""What ``countdown-rl train`` does around ``trainer.train()`` for long jobs: the three calls ``train.main`` makes.
+
+1. :func:`prepare_run` (before anything is loaded): the Hub settings (:mod:`countdown_rl.hub`), the output
+   directory (:mod:`countdown_rl.run_record`: never reused silently; a resume must match the saved recipe) and
+   the checkpoint to resume from (the newest complete one, :mod:`countdown_rl.checkpoints`). Errors are
+   ``ValueError`` with one line.
+2. :func:`reliable_trainer_class` adds atomic checkpoints and the non-finite guard to a trainer class.
+3. :func:`run_training` trains under the signal handlers (:mod:`countdown_rl.preemption`) and turns the way
+   training ended into the run's status in ``run_info.json`` and, if it did not finish, one line and an exit code:
+   interrupted -> 75 (resume with ``--resume true``), non-finite -> 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from countdown_rl.run_record import check_output_dir, clear_previous_run, effective_recipe, set_status
+
+EXIT_NON_FINITE = 1
+EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: try again (preemption.EXIT_INTERRUPTED)
+
+
+@dataclass
+class RunPlan:
+    """What :func:`prepare_run` decided: the checkpoint to resume from, the recipe to record, whether to clear."""
+
+    checkpoint: str | None
+    recipe: dict[str, Any]
+    overwrite: bool
+
+
+def resolve_resume(resume: bool, resume_from_checkpoint: Any, output_dir: str) -> str | None:
+    """The checkpoint to start from. ``resume: true``: the newest complete one, or None (start); TRL's
+    ``resume_from_checkpoint``: ``true`` -> the newest complete one (an error if none), a path -> that path,
+    which must be complete."""
+    from countdown_rl.checkpoints import checkpoint_problem, last_complete_checkpoint
+
+    if resume_from_checkpoint in (None, False, "false", "False", ""):
+        if not resume:
+            return None
+        last = last_complete_checkpoint(output_dir)
+        return None if last is None else str(last)
+    if resume_from_checkpoint in (True, "true", "True"):
+        last = last_complete_checkpoint(output_dir)
+        if last is None:
+            raise ValueError(f"resume_from_checkpoint: no complete checkpoint-* folder in {output_dir}")
+        return str(last)
+    if not Path(resume_from_checkpoint).is_dir():
+        raise ValueError(f"resume_from_checkpoint: {resume_from_checkpoint} is not a folder")
+    problem = checkpoint_problem(resume_from_checkpoint)
+    if problem:
+        raise ValueError(f"resume_from_checkpoint: {resume_from_checkpoint} is incomplete ({problem})")
+    return str(resume_from_checkpoint)
+
+
+# (key, the least it may be) for counts that zero or a negative number would turn into a crash deep in training
+POSITIVE_KEYS = (("per_device_train_batch_size", 1), ("gradient_accumulation_steps", 1), ("num_generations", 1),
+                 ("per_device_eval_batch_size", 1), ("eval_subset_size", 0), ("final_eval_size", 0),
+                 ("learning_rate", 0))
+
+
+def check_budgets(script_args, training_args) -> None:
+    """Zero or negative budgets and counts, one line each (``max_steps: -1`` is TRL's "use num_train_epochs")."""
+    for key, least in POSITIVE_KEYS:
+        args = script_args if hasattr(script_args, key) else training_args
+        value = getattr(args, key, None)
+        if value is not None and value < least:
+            raise ValueError(f"{key}: must be {'positive' if least else '>= 0'}, got {value}")
+    if training_args.max_steps == 0 or training_args.max_steps < -1:
+        raise ValueError(f"max_steps: must be positive (or -1: train num_train_epochs), got {training_args.max_steps}")
+    if training_args.max_steps == -1 and training_args.num_train_epochs <= 0:
+        raise ValueError(f"num_train_epochs: must be positive with max_steps -1, got {training_args.num_train_epochs}")
+    for key, strategy in (("save_steps", "save_strategy"), ("logging_steps", "logging_strategy"),
+                          ("eval_steps", "eval_strategy")):
+        value = getattr(training_args, key)
+        if str(getattr(training_args, strategy)).endswith("steps") and value is not None and value <= 0:
+            raise ValueError(f"{key}: must be positive with {strategy}: steps, got {value}")
+
+
+def prepare_run(script_args, training_args, model_args) -> RunPlan:
+    """Checks before loading (module docstring, 1); nothing is written or deleted here."""
+    from countdown_rl.hub import check_hub_settings
+
+    check_budgets(script_args, training_args)
+    check_hub_settings(push_to_hub=training_args.push_to_hub, hub_model_id=training_args.hub_model_id,
+                       output_dir=training_args.output_dir, token=training_args.hub_token, key_style="recipe")
+    recipe = effective_recipe(script_args, training_args, model_args)
+    check_output_dir(training_args.output_dir, recipe, resume=script_args.resume,
+                     overwrite=script_args.overwrite_output_dir,
+                     resume_from_checkpoint=training_args.resume_from_checkpoint)
+    if script_args.overwrite_output_dir:
+        return RunPlan(None, recipe, overwrite=True)
+    checkpoint = resolve_resume(script_args.resume, training_args.resume_from_checkpoint, training_args.output_dir)
+    return RunPlan(checkpoint, recipe, overwrite=False)
+
+
+def start_record(output_dir: str, plan: RunPlan, run_info: dict[str, Any]) -> None:
+    """Main process, after the model loaded: clear an overwritten run, then write run_info.json (status running)."""
+    from countdown_rl.files import write_json_atomic
+    from countdown_rl.run_record import RUN_INFO
+
+    if plan.overwrite:
+        clear_previous_run(output_dir)
+    step = None
+    if plan.checkpoint:
+        step = int(Path(plan.checkpoint).name.rsplit("-", 1)[-1]) if "-" in Path(plan.checkpoint).name else None
+    write_json_atomic(Path(output_dir) / RUN_INFO, {
+        **run_info, "recipe": plan.recipe,
+        "status": {"state": "running", "step": step, "message": None},
+    })
+
+
+def reliable_trainer_class(base: type) -> type:
+    """``base`` with atomic checkpoints and the non-finite guard (mixins first: they wrap base's methods)."""
+    from countdown_rl.checkpoints import AtomicCheckpointMixin
+    from countdown_rl.non_finite import NonFiniteMixin
+
+    return type(f"Reliable{base.__name__}", (AtomicCheckpointMixin, NonFiniteMixin, base), {})
+
+
+def _say(prog: str, kind: str, message: str) -> None:
+    print(f"{prog}: {kind}: {message}", file=sys.stderr, flush=True)
+
+
+def run_training(trainer, checkpoint: str | None, *, non_finite: str = "stop",
+                 prog: str = "countdown-rl train") -> int | None:
+    """Train (resuming from ``checkpoint``); None if training finished, else the exit code after one line."""
+    from countdown_rl.checkpoints import last_complete_checkpoint
+    from countdown_rl.non_finite import NonFiniteCallback
+    from countdown_rl.preemption import Preemption, PreemptionCallback
+
+    output_dir = trainer.args.output_dir
+    main = trainer.accelerator.is_main_process
+    trainer.non_finite = non_finite
+    trainer.add_callback(NonFiniteCallback(trainer))
+    with Preemption(prog) as preemption:
+        callback = PreemptionCallback(preemption, trainer)
+        trainer.add_callback(callback)
+        trainer.train(resume_from_checkpoint=checkpoint)
+    step = trainer.state.global_step
+    if trainer.non_finite_event is not None:
+        bad_step, quantity, value = trainer.non_finite_event
+        last = last_complete_checkpoint(output_dir)
+        message = (f"step {bad_step}: {quantity} is {value} (not applied); the last good checkpoint is "
+                   f"{last or 'none (no checkpoint was saved yet)'}; pass non_finite: skip to skip such steps, or "
+                   "lower the learning rate and resume")
+        if main:
+            set_status(output_dir, "failed", step=bad_step - 1, message=message,
+                       checkpoint=str(last) if last else None)
+            _say(prog, "error", message)
+        return EXIT_NON_FINITE
+    if callback.stopped_at is not None:
+        last = last_complete_checkpoint(output_dir)
+        message = (f"interrupted by {preemption.signal_name} at step {step}; checkpoint {last} saved; resume with "
+                   "the same command and --resume true")
+        if main:
+            set_status(output_dir, "interrupted", step=step, message=f"interrupted at step {step}",
+                       signal=preemption.signal_name, checkpoint=str(last) if last else None)
+            _say(prog, "stopped", message)
+        return EXIT_INTERRUPTED
+    return None

@@ -1,0 +1,187 @@
+"""The run's record (``run_info.json``) and the output-directory guard of ``countdown-rl train``.
+
+1. ``run_info.json`` is the run's one record: what the model card reads (model, dataset, algorithm, budget),
+   ``recipe`` (every effective key of the three recipe dataclasses, after ``__post_init__``) and ``status``
+   (``running``, ``interrupted``, ``failed`` or ``finished``, with the step and a one-line message). It is always
+   written atomically (``files.write_json_atomic``); the status is rewritten in place as the run goes.
+2. :func:`check_output_dir` runs after the recipe is parsed and before anything is loaded. An empty or missing
+   ``output_dir`` is fine. A folder holding another run's files is refused in one line naming the folder and the
+   first keys that differ, unless the recipe says how to go on: ``resume: true`` (continue that run; its recipe
+   must match except :data:`MAY_CHANGE_ON_RESUME`), TRL's ``resume_from_checkpoint`` (the same check), or
+   ``overwrite_output_dir: true`` (start afresh; the old checkpoints are removed just before training starts).
+3. ``resume: true`` is idempotent, for requeued jobs: no checkpoint yet means "start", a checkpoint means
+   "continue from the newest complete one" (:mod:`countdown_rl.checkpoints`). TRL's
+   ``resume_from_checkpoint: true`` keeps its meaning: a checkpoint must exist.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from countdown_rl.files import write_json_atomic
+from countdown_rl.runs import RUN_INFO  # one record file: countdown_rl.runs.RunRecord
+
+NON_FINITE = ("stop", "skip")
+# Keys that may differ between a run and its resumption: where it writes, how far it goes, and what it logs,
+# evaluates, saves or pushes on the way. Everything that shapes the optimisation itself must match.
+MAY_CHANGE_ON_RESUME = frozenset({
+    "output_dir", "resume", "resume_from_checkpoint", "overwrite_output_dir",
+    "max_steps", "num_train_epochs",
+    "logging_steps", "logging_strategy", "logging_first_step", "logging_nan_inf_filter", "log_level",
+    "log_level_replica", "log_on_each_node", "log_completions", "num_completions_to_print", "disable_tqdm",
+    "report_to", "run_name", "project",
+    "eval_strategy", "eval_steps", "eval_on_start", "eval_delay", "per_device_eval_batch_size",
+    "eval_subset_size", "final_eval_size",
+    "save_strategy", "save_steps", "save_total_limit", "save_only_model",
+    "push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo", "hub_token", "hub_always_push",
+    "hub_revision", "merge_adapter", "dataloader_num_workers", "dataloader_prefetch_factor",
+})
+# Keys that depend on how the process was launched, not on the recipe: recorded, never compared.
+NOT_COMPARED = frozenset({"local_rank"})
+FIRST_KEYS_SHOWN = 3
+
+
+@dataclass
+class ReliabilityArguments:
+    """How a run treats its output directory and non-finite steps (recipe keys; base of the script arguments)."""
+
+    resume: bool = field(
+        default=False,
+        metadata={"help": "Continue the run in output_dir from its newest complete checkpoint (its recipe must "
+                  "match, except keys that may change on resume); with no checkpoint yet, start it. Safe to repeat "
+                  "on a requeued job."},
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Start afresh in an output_dir that holds another run: its checkpoints are removed when "
+                  "training starts, its other files are overwritten."},
+    )
+    non_finite: str = field(
+        default="stop",
+        metadata={"help": "A NaN or infinite loss or gradient norm: 'stop' the run at that step (the weights are "
+                  "not updated, the last good checkpoint is kept) or 'skip' the update and go on (counted in the "
+                  "logs as non_finite_skipped).", "choices": list(NON_FINITE)},
+    )
+
+
+class OutputDirError(ValueError):
+    """The output directory cannot be used as asked (one line)."""
+
+
+def effective_recipe(*arg_objects: Any) -> dict[str, Any]:
+    """Every key of the parsed recipe dataclasses as plain JSON values (TrainingArguments' own ``to_dict`` redacts
+    tokens and turns enums into strings)."""
+    recipe: dict[str, Any] = {}
+    for obj in arg_objects:
+        recipe.update(obj.to_dict() if hasattr(obj, "to_dict") else dataclasses.asdict(obj))
+    return json.loads(json.dumps(recipe, default=str))
+
+
+def recipe_differences(saved: dict[str, Any], current: dict[str, Any], *, resuming: bool) -> list[str]:
+    """Keys whose values differ, sorted, as ``key: saved -> current``; on resume the keys that may change are left
+    out. A key only one side has (a newer package) counts only if it is not at its default on the other."""
+    ignored = NOT_COMPARED | (MAY_CHANGE_ON_RESUME if resuming else {"output_dir"})
+    missing = object()
+    diffs = []
+    for key in sorted(set(saved) | set(current)):
+        if key in ignored:
+            continue
+        old, new = saved.get(key, missing), current.get(key, missing)
+        if old is missing or new is missing or old == new:
+            continue
+        diffs.append(f"{key}: {json.dumps(old)} -> {json.dumps(new)}")
+    return diffs
+
+
+def read_run_info(output_dir: str | Path) -> dict[str, Any] | None:
+    """``run_info.json`` of ``output_dir``, or None if there is none (an unreadable one is an error)."""
+    path = Path(output_dir) / RUN_INFO
+    if not path.is_file():
+        return None
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise OutputDirError(f"output_dir {output_dir}: {RUN_INFO} is unreadable ({err}); pass "
+                             "overwrite_output_dir: true to start afresh") from None
+    return info if isinstance(info, dict) else None
+
+
+def _status_words(info: dict[str, Any]) -> str:
+    status = info.get("status") or {}
+    state = status.get("state", "unknown state")
+    return f"{state} at step {status['step']}" if status.get("step") is not None else state
+
+
+def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: bool, overwrite: bool,
+                     resume_from_checkpoint: Any = None) -> dict[str, Any] | None:
+    """Refuse to reuse ``output_dir`` silently (module docstring, 2); returns the saved run_info (or None).
+
+    Nothing is read but ``run_info.json`` and the folder listing; nothing is written or deleted.
+    """
+    out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        raise OutputDirError(f"output_dir {out}: exists and is not a folder")
+    if not out.is_dir() or not any(out.iterdir()):
+        return None
+    if resume and overwrite:
+        raise OutputDirError("resume and overwrite_output_dir: choose one (continue the run, or start afresh)")
+    info = read_run_info(out)
+    if overwrite:
+        return info
+    resuming = resume or resume_from_checkpoint not in (None, False, "", "false", "False")
+    how = ("pass --resume true to continue it, --overwrite_output_dir true to start afresh there, "
+           "or choose another output_dir")
+    if info is None:
+        if resuming:  # a folder of checkpoints with no record (an older run): TRL's resume, unchecked
+            return None
+        raise OutputDirError(f"output_dir {out}: not empty and holds no {RUN_INFO} (not a countdown-rl run); "
+                             "pass --overwrite_output_dir true to use it anyway, or choose another output_dir")
+    saved = info.get("recipe")
+    if saved is None:  # written before recipes were recorded: nothing to compare
+        if resuming:
+            return info
+        raise OutputDirError(f"output_dir {out}: holds another run ({RUN_INFO} without a recorded recipe); {how}")
+    diffs = recipe_differences(saved, recipe, resuming=resuming)
+    if resuming and diffs:
+        raise OutputDirError(
+            f"output_dir {out}: cannot resume, the recipe differs from the saved one in {len(diffs)} key(s): "
+            f"{'; '.join(diffs[:FIRST_KEYS_SHOWN])} (only max_steps and the logging, evaluation, saving and Hub "
+            "keys may change on resume: run_record.MAY_CHANGE_ON_RESUME)"
+        )
+    if not resuming:
+        what = (f"a run with a different recipe ({'; '.join(diffs[:FIRST_KEYS_SHOWN])}"
+                f"{'; ...' if len(diffs) > FIRST_KEYS_SHOWN else ''})" if diffs else "a run with the same recipe")
+        raise OutputDirError(f"output_dir {out}: holds {what}, {_status_words(info)}; {how}")
+    return info
+
+
+def clear_previous_run(output_dir: str | Path) -> list[str]:
+    """For ``overwrite_output_dir``: remove the previous run's checkpoints (which a later resume would pick up) and
+    its status; other files are overwritten by the new run. Returns the names removed."""
+    from countdown_rl.checkpoints import STAGING, checkpoint_dirs
+
+    out = Path(output_dir)
+    removed = []
+    for path in [*checkpoint_dirs(out), out / STAGING]:
+        if path.is_dir():
+            shutil.rmtree(path)
+            removed.append(path.name)
+    for name in (RUN_INFO, "trainer_state.json"):
+        if (out / name).is_file():
+            (out / name).unlink()
+            removed.append(name)
+    return removed
+
+
+def set_status(output_dir: str | Path, state: str, *, step: int | None = None, message: str | None = None,
+               **extra: Any) -> None:
+    """Rewrite ``status`` in ``run_info.json`` (atomically; the rest of the record is kept)."""
+    path = Path(output_dir) / RUN_INFO
+    info = read_run_info(output_dir) or {}
+    info["status"] = {"state": state, "step": step, "message": message, **extra}
+    write_json_atomic(path, info)

@@ -1,0 +1,425 @@
+"""Reliability of long runs (issue #16): the output-dir guard, signals, atomic checkpoints, non-finite steps, Hub.
+
+1. Preemption: ``countdown-rl train`` runs as a real process (``tests/helpers/fault_run.py``) and gets a real
+   signal during generation (SIGTERM twice), backward (SIGINT) or a checkpoint save (SIGUSR1 twice). It exits 75
+   with one line saying how to resume, its status says ``interrupted`` at the step it stopped, no step that
+   finished is lost, and ``--resume true`` ends bit-identical to an uninterrupted run.
+2. Atomic checkpoints: SIGKILL while checkpoint-4 is written (``save_total_limit: 1``) leaves checkpoint-2 whole;
+   resuming uses it (bit-exact). A truncated or deleted file makes a checkpoint skipped with a one-line warning.
+3. Non-finite: NaN gradients or a NaN loss stop the run at that step (one line, step and quantity; the last good
+   checkpoint kept, nothing saved after it); ``non_finite: skip`` goes on and counts the skipped step.
+4. The output directory: another run's folder is refused before anything loads, naming the keys that differ;
+   a resume must match the saved recipe except the keys that may change; ``overwrite_output_dir`` starts afresh.
+5. The Hub, cut at its client boundary (``huggingface_hub.HfApi.create_repo`` / ``upload_folder`` and the
+   client's ``constants``): settings checked before loading; a failed final push keeps the run and says how to push
+   it later; ``countdown-rl push RUN_DIR`` uploads a finished run without its checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from countdown_rl.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
+from countdown_rl.commands.train import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
+FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
+ERROR = "countdown-rl train: error: "
+
+
+@pytest.fixture(scope="module")
+def puzzles(tmp_path_factory):
+    from countdown_rl.data import write_jsonl
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+
+    path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
+    write_jsonl(generate_countdown(64, seed=0), path)
+    return path
+
+
+def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> SimpleNamespace:
+    """``countdown-rl train`` on the smoke recipe in a subprocess, with ``fault`` injected (fault_run.py)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, str(FAULT_RUN), fault, "--", "--config", str(SMOKE), "--model_name_or_path",
+               str(model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out), "--final_eval_size", "4",
+               *overrides]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    ours = [line for line in done.stderr.splitlines() if line.startswith("countdown-rl train:")]
+    return SimpleNamespace(code=done.returncode, stderr=done.stderr, ours=ours)
+
+
+def status(out: Path) -> dict:
+    return json.loads((out / "run_info.json").read_text())["status"]
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def assert_bit_identical(a: Path, b: Path) -> None:
+    ta, tb = weights(a), weights(b)
+    assert ta.keys() == tb.keys()
+    assert all(torch.equal(ta[k], tb[k]) for k in ta), "weights differ"
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_model_dir, puzzles, tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted") / "run"
+    run = fault_run("none", tiny_model_dir, puzzles, out)
+    assert run.code == 0, run.stderr[-3000:]
+    assert status(out)["state"] == "finished" and status(out)["step"] == 4
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. Preemption
+# ---------------------------------------------------------------------------------------------------------------
+
+SIGNAL_CASES = {
+    # id: (fault, signal name, step the run stops at)
+    "SIGTERM-twice-in-generation": ("signal:generation:3:TERM:2", "SIGTERM", 3),
+    "SIGINT-in-backward": ("signal:backward:3:INT", "SIGINT", 3),
+    "SIGUSR1-twice-in-save": ("signal:save:2:USR1:2", "SIGUSR1", 2),
+}
+
+
+@pytest.mark.parametrize("case", list(SIGNAL_CASES))
+def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterrupted, tiny_model_dir, puzzles,
+                                                                  tmp_path):
+    fault, name, step = SIGNAL_CASES[case]
+    out = tmp_path / "run"
+    # --resume true from the start, as a requeued job's one command line would be: nothing to resume yet
+    run = fault_run(fault, tiny_model_dir, puzzles, out, "--resume", "true")
+    assert run.code == 75, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr
+    [stopped] = [line for line in run.ours if "stopped:" in line]
+    assert f"interrupted by {name} at step {step}" in stopped and "--resume true" in stopped
+    assert f"fault_run: {step} steps generated" in run.stderr  # the step in flight finished; none is lost
+    assert status(out) | {"message": None} == {"state": "interrupted", "step": step, "message": None,
+                                               "signal": name, "checkpoint": str(out / f"checkpoint-{step}")}
+    assert status(out)["message"] == f"interrupted at step {step}"
+    assert checkpoint_problem(out / f"checkpoint-{step}") is None
+    assert not (out / STAGING).exists() and not (out / "model.safetensors").exists()
+
+    resumed = fault_run("none", tiny_model_dir, puzzles, out, "--resume", "true")
+    assert resumed.code == 0, resumed.stderr[-3000:]
+    assert f"fault_run: {4 - step} steps generated" in resumed.stderr  # only the remaining steps ran
+    assert_bit_identical(uninterrupted, out)
+    assert status(out)["state"] == "finished"
+    assert json.loads((out / "run_info.json").read_text())["resumed_from"] == str(out / f"checkpoint-{step}")
+
+
+@pytest.mark.slow
+def test_two_processes_stop_at_the_same_step_when_one_gets_the_signal(tiny_model_dir, puzzles, tmp_path):
+    """``accelerate launch --multi_gpu --num_processes 2`` on the CPU (gloo); SIGTERM reaches rank 0 only.
+
+    (Resuming a multi-process run on the CPU is not tested: transformers 5.17 loads optimizer.pt with
+    ``map_location=args.device``, ``cpu:0`` under DDP on the CPU, which torch.load rejects; GPUs are unaffected.)
+    """
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
+               str(port), str(FAULT_RUN), "signal:generation:3:TERM", "--", "--config", str(SMOKE),
+               "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0  # the launcher reports the children's exit code 75 as a failure of its own
+    assert done.stderr.count("fault_run: 3 steps generated") == 2, done.stderr[-3000:]  # both ranks, step 3
+    assert done.stderr.count("countdown-rl train: stopped: interrupted by SIGTERM at step 3") == 1  # rank 0 says it
+    assert status(out)["state"] == "interrupted" and status(out)["step"] == 3
+    assert checkpoint_problem(out / "checkpoint-3") is None
+    assert {"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in (out / "checkpoint-3").iterdir()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. Atomic checkpoints
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_kill_mid_save_keeps_the_previous_checkpoint_and_resume_uses_it(uninterrupted, tiny_model_dir, puzzles,
+                                                                          tmp_path):
+    out = tmp_path / "run"
+    run = fault_run("kill-in-save:4", tiny_model_dir, puzzles, out, "--save_total_limit", "1")
+    assert run.code == -9
+    # checkpoint-4 never appeared: its files are in the staging folder; checkpoint-2 was not rotated away
+    assert (out / STAGING / "checkpoint-4" / "optimizer.pt").read_bytes() == b"partial"
+    assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]
+    assert checkpoint_problem(out / "checkpoint-2") is None
+    resumed = fault_run("none", tiny_model_dir, puzzles, out, "--resume", "true", "--save_total_limit", "1")
+    assert resumed.code == 0, resumed.stderr[-3000:]
+    assert "fault_run: 2 steps generated" in resumed.stderr
+    assert_bit_identical(uninterrupted, out)
+    assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-4"] and not (out / STAGING).exists()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "delete"])
+def test_an_incomplete_checkpoint_is_skipped_with_one_warning(uninterrupted, tmp_path, capsys, damage, monkeypatch):
+    from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
+
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted, out)
+    assert last_complete_checkpoint(out) == out / "checkpoint-4"
+    victim = out / "checkpoint-4" / ("model.safetensors" if damage == "truncate" else "optimizer.pt")
+    if damage == "truncate":
+        os.truncate(victim, victim.stat().st_size // 2)
+    else:
+        victim.unlink()
+    assert last_complete_checkpoint(out) == out / "checkpoint-2"
+    [warning] = capsys.readouterr().err.splitlines()
+    assert warning.startswith("countdown-rl train: warning: skipping incomplete checkpoint")
+    assert str(out / "checkpoint-4") in warning and victim.name in warning
+    # an explicit path to it is refused in one line, before loading
+    monkeypatch.setitem(REWARD_FUNCS, "toy_dense", lambda completions, **kwargs: [0.0] * len(completions))
+    assert main(saved_run_argv(out, "--resume_from_checkpoint", str(out / "checkpoint-4"))) == 2
+    assert f"resume_from_checkpoint: {out / 'checkpoint-4'} is incomplete ({victim.name}" in one_error(capsys)
+    (out / "checkpoint-2" / MANIFEST).unlink()  # a checkpoint from before manifests: checked for the basics
+    assert checkpoint_problem(out / "checkpoint-2") is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. Non-finite steps
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fault,quantity", [("nan-grad:3", "grad_norm"), ("nan-loss:3", "loss")])
+def test_a_non_finite_step_stops_the_run_and_keeps_the_last_good_checkpoint(fault, quantity, tiny_model_dir,
+                                                                            puzzles, tmp_path):
+    out = tmp_path / "run"
+    run = fault_run(fault, tiny_model_dir, puzzles, out)
+    assert run.code == 1 and "Traceback" not in run.stderr
+    [line] = [line for line in run.ours if line.startswith(ERROR)]
+    assert f"step 3: {quantity} is nan" in line and str(out / "checkpoint-2") in line
+    assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]
+    assert not (out / "model.safetensors").exists()
+    assert status(out)["state"] == "failed" and status(out)["step"] == 2
+
+
+def test_non_finite_skip_goes_on_and_counts(tiny_model_dir, puzzles, tmp_path):
+    out = tmp_path / "run"
+    run = fault_run("nan-grad:3", tiny_model_dir, puzzles, out, "--non_finite", "skip", "--save_steps", "1",
+                    "--save_total_limit", "4")
+    assert run.code == 0, run.stderr[-3000:]
+    logs = [h for h in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in h]
+    assert [h["non_finite_skipped"] for h in logs] == [0, 0, 1, 1]
+    # the skipped step changed no weight
+    assert all(torch.equal(a, weights(out / "checkpoint-3")[k]) for k, a in weights(out / "checkpoint-2").items())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. The output directory (errors before anything is loaded)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_loading(monkeypatch):
+    """Tripwires on transformers' loaders: the error must come before a model or tokenizer is loaded."""
+    import transformers
+
+    def tripwire(*args, **kwargs):
+        raise AssertionError("a model or tokenizer was loaded before the error was reported")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tripwire)
+
+
+def one_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith(ERROR)]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0][len(ERROR):]
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+GUARD_CASES = {
+    # id: (overrides, words the one line must contain)
+    "same-recipe": ([], ["holds a run with the same recipe", "finished at step 4", "--resume true",
+                         "--overwrite_output_dir true"]),
+    "different-recipe": (["--learning_rate", "0.5", "--seed", "7"],
+                         ["different recipe", "learning_rate: 0.0001 -> 0.5", "seed: 42 -> 7"]),
+    "resume-different-recipe": (["--resume", "true", "--num_generations", "2"],
+                                ["cannot resume", "num_generations: 4 -> 2", "max_steps"]),
+    "trl-resume-different-recipe": (["--resume_from_checkpoint", "true", "--beta", "0.1"],
+                                    ["cannot resume", "beta: 0.0 -> 0.1"]),
+    "resume-and-overwrite": (["--resume", "true", "--overwrite_output_dir", "true"], ["choose one"]),
+}
+
+
+def saved_run_argv(out: Path, *overrides: str) -> list[str]:
+    """The command line of the run recorded in ``out`` (its model and puzzles), plus ``overrides``."""
+    saved = json.loads((out / "run_info.json").read_text())["recipe"]
+    return ["--config", str(SMOKE), "--model_name_or_path", saved["model_name_or_path"], "--dataset_name",
+            saved["dataset_name"], "--output_dir", str(out), "--final_eval_size", "4", "--reward_funcs", "toy_dense",
+            *overrides]
+
+
+@pytest.mark.parametrize("case", list(GUARD_CASES))
+def test_another_runs_folder_is_refused_in_one_line(case, uninterrupted, capsys, no_loading, monkeypatch):
+    from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
+
+    monkeypatch.setitem(REWARD_FUNCS, "toy_dense", lambda completions, **kwargs: [0.0] * len(completions))
+    overrides, words = GUARD_CASES[case]
+    before = snapshot(uninterrupted)
+    assert main(saved_run_argv(uninterrupted, *overrides)) == 2
+    message = one_error(capsys)
+    assert message.startswith(f"output_dir {uninterrupted}: ") or case == "resume-and-overwrite"
+    for word in words:
+        assert word in message, message
+    assert snapshot(uninterrupted) == before
+
+
+def test_folders_that_are_not_runs(tmp_path, capsys, no_loading):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for out, words in [(foreign, ["not empty", "run_info.json", "--overwrite_output_dir true"]),
+                       (a_file, ["not a folder"])]:
+        assert main(["--config", str(SMOKE), "--output_dir", str(out)]) == 2
+        message = one_error(capsys)
+        assert str(out) in message and all(w in message for w in words), message
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+
+
+def test_keys_that_may_change_on_resume_pass_the_guard(uninterrupted):
+    from countdown_rl.run_record import check_output_dir, effective_recipe
+    from countdown_rl.commands.train import parse_args
+
+    argv = saved_run_argv(uninterrupted, "--max_steps", "10", "--logging_steps", "5", "--save_steps", "3",
+                          "--save_total_limit", "1", "--eval_steps", "2", "--report_to", "tensorboard",
+                          "--final_eval_size", "0")
+    argv[argv.index("--output_dir") + 1] = "/elsewhere"
+    recipe = effective_recipe(*parse_args(argv))
+    assert check_output_dir(uninterrupted, recipe, resume=True, overwrite=False)["status"]["state"] == "finished"
+
+
+def test_overwrite_starts_afresh(uninterrupted, tiny_model_dir, puzzles, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted, out)
+    run = fault_run("none", tiny_model_dir, puzzles, out, "--overwrite_output_dir", "true", "--max_steps", "2")
+    assert run.code == 0, run.stderr[-3000:]
+    assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]  # the old checkpoint-4 is gone
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["recipe"]["max_steps"] == 2 and info["status"] == {"state": "finished", "step": 2, "message": None}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. The Hub (cut at the client boundary: no request leaves this machine)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hub_online(monkeypatch, tmp_path):
+    """The Hub client believes it is online and has a token; its two write calls record instead of sending."""
+    from huggingface_hub import HfApi, constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    calls = SimpleNamespace(repos=[], uploads=[], fail_upload=None)
+
+    def create_repo(self, repo_id, **kwargs):
+        calls.repos.append(repo_id)
+        return SimpleNamespace(repo_id=repo_id)
+
+    def upload_folder(self, *, repo_id, folder_path, ignore_patterns=None, **kwargs):
+        if calls.fail_upload:
+            raise calls.fail_upload
+        from huggingface_hub.utils import filter_repo_objects
+
+        folder = Path(folder_path)
+        files = filter_repo_objects([p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()],
+                                    ignore_patterns=ignore_patterns)
+        calls.uploads.append((repo_id, folder, sorted(files)))
+        return SimpleNamespace(commit_url=f"https://huggingface.co/{repo_id}/commit/0")
+
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    return calls
+
+
+def test_hub_settings_are_checked_before_loading(tmp_path, capsys, no_loading, monkeypatch):
+    from huggingface_hub import constants
+
+    base = ["--config", str(SMOKE), "--output_dir", str(tmp_path / "out")]
+    assert main(base + ["--push_to_hub", "true", "--hub_model_id", "me/countdown"]) == 2  # HF_HUB_OFFLINE=1 here
+    assert "hub_model_id me/countdown: the Hub is offline" in one_error(capsys)
+    # a hub_model_id without push_to_hub is only named: offline is fine (a later check, the dataset, fails here)
+    assert main(base + ["--hub_model_id", "me/countdown", "--dataset_name", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl" in one_error(capsys)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    assert main(base + ["--push_to_hub", "true", "--hub_model_id", "me/countdown"]) == 2
+    assert "no Hub token" in one_error(capsys)
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    for bad in ("me/count/down", "me/bad name", "me/x--y"):
+        assert main(base + ["--push_to_hub", "true", "--hub_model_id", bad]) == 2
+        assert f"hub_model_id: {bad!r} is not a valid Hub repository id" in one_error(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_final_push_keeps_the_run_and_says_how_to_push_later(tiny_model_dir, puzzles, tmp_path, capsys,
+                                                                      hub_online):
+    from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
+
+    hub_online.fail_upload = ConnectionError("the Hub is unreachable")
+    out = tmp_path / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(REWARD_FUNCS, "toy_dense", lambda completions, **kw: [len(set(str(c))) for c in completions])
+        code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
+                     str(puzzles), "--output_dir", str(out), "--final_eval_size", "4", "--reward_funcs", "toy_dense",
+                     "--max_steps", "2", "--push_to_hub", "true", "--hub_model_id", "me/countdown-tiny",
+                     "--hub_strategy", "end"])
+    assert code == 1
+    message = one_error(capsys)
+    assert "push to me/countdown-tiny failed (ConnectionError: the Hub is unreachable)" in message
+    assert f"countdown-rl push {out} --hub-model-id me/countdown-tiny" in message
+    for name in ("model.safetensors", "README.md", "eval/eval.json", "checkpoint-2", "tokenizer.json"):
+        assert (out / name).exists(), name
+    assert status(out)["state"] == "finished" and "push to me/countdown-tiny failed" in status(out)["message"]
+
+    # later: countdown-rl push, from the command dispatcher
+    from countdown_rl.cli import main as cli_main
+
+    hub_online.fail_upload = None
+    assert cli_main(["push", str(out), "--hub-model-id", "me/countdown-tiny"]) == 0
+    assert hub_online.repos[-1] == "me/countdown-tiny"
+    repo_id, folder, files = hub_online.uploads[-1]
+    assert repo_id == "me/countdown-tiny" and folder == out
+    assert {"model.safetensors", "README.md", "eval/eval.json", "run_info.json", "tokenizer.json"} <= set(files)
+    assert not [f for f in files if f.startswith(("checkpoint-", ".staging", "merged/"))]
+
+
+def test_push_command_errors_are_one_line(tmp_path, capsys):
+    from countdown_rl.hub import main as push_main
+
+    assert push_main([str(tmp_path / "nothing"), "--hub-model-id", "me/x"]) == 2
+    assert "no such run directory" in capsys.readouterr().err
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run_info.json").write_text("{}")
+    (tmp_path / "run" / "model.safetensors").write_bytes(b"")
+    assert push_main([str(tmp_path / "run"), "--hub-model-id", "me/x"]) == 2  # HF_HUB_OFFLINE=1 here
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "offline" in err
