@@ -52,7 +52,7 @@ __all__ = [
     "write_eval_outputs",
 ]
 
-BACKENDS = ("transformers", "vllm")
+BACKENDS = ("transformers", "compiled", "vllm")
 EVAL_JSON, EVAL_MD, SAMPLES_JSONL = "eval.json", "eval.md", "samples.jsonl"
 
 
@@ -198,6 +198,7 @@ def generate(
     seed: int = 0,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    compiled=None,
 ) -> list[list[Completion]]:
     """Generate ``num_samples`` completions per prompt with ``model.generate``; one list per prompt.
 
@@ -205,6 +206,8 @@ def generate(
     1), else sampling. ``batch_size`` counts sequences (prompts x samples). The model is put in eval mode and its
     training mode is restored afterwards; the global RNG is left as it was (sampling uses a forked RNG seeded
     with ``seed``), so calling this mid-training changes nothing about training. A tqdm bar counts batches.
+    With ``compiled`` (a :class:`countdown_rl.compiled_generation.CompiledGeneration`) generation uses the static
+    cache and compiled decoding; the last batch is padded to a full one (its extra rows dropped).
     """
     import torch
     from tqdm.auto import tqdm
@@ -229,9 +232,18 @@ def generate(
     # training's random stream is untouched.
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     results: list[list[Completion]] = []
+    if compiled is not None:
+        from transformers import GenerationConfig
+
+        compiled_config = GenerationConfig(max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
+                                           pad_token_id=pad_id, eos_token_id=sorted(eos), **sampling)
+        compiled.warm_up(model, compiled_config, prompts_per_batch)
+        compiled = compiled if compiled.active else None
+    # no_grad rather than inference_mode for the compiled path: the graph compiled in training runs under no_grad.
+    grad_off = torch.no_grad if compiled is not None else torch.inference_mode
     try:
         model.eval()
-        with torch.random.fork_rng(devices=cuda_devices), torch.inference_mode():
+        with torch.random.fork_rng(devices=cuda_devices), grad_off():
             torch.manual_seed(seed)
             starts = range(0, len(texts), prompts_per_batch)
             for start in tqdm(starts, desc=f"generating ({max_new_tokens} tokens)", disable=not show_progress):
@@ -239,6 +251,12 @@ def generate(
                 # Tokenized as TRL does: plain text with the tokenizer's special tokens (e.g. BOS), chat-rendered
                 # text as it is (the template wrote them).
                 ids = [tokenizer(texts[i], add_special_tokens=isinstance(prompts[i], str))["input_ids"] for i in batch]
+                if compiled is not None:
+                    generated = compiled.generate(model, ids, compiled_config, rows=prompts_per_batch).tolist()
+                    for i in range(len(batch)):
+                        rows = generated[i * num_samples : (i + 1) * num_samples]
+                        results.append([_completion_from_ids(seq, eos, tokenizer) for seq in rows])
+                    continue
                 input_ids, attention_mask = _left_pad(ids, pad_id)
                 output = model.generate(
                     input_ids=input_ids.to(device),
@@ -438,6 +456,15 @@ def _prompts_for(puzzles: Sequence[Mapping[str, Any]], template: str) -> list[An
             for p in puzzles]
 
 
+def _compiled_for(tokenizer, prompts: Sequence[Any], max_new_tokens: int, chat_template_kwargs):
+    """A ``CompiledGeneration`` whose one bucket holds the longest of these prompts (tokenized as ``generate`` does)."""
+    from countdown_rl.compiled_generation import CompiledGeneration, automatic_buckets
+
+    texts = _prompt_texts(tokenizer, prompts, chat_template_kwargs)
+    lengths = [len(tokenizer(t, add_special_tokens=isinstance(p, str))["input_ids"]) for t, p in zip(texts, prompts)]
+    return CompiledGeneration(max_new_tokens=max_new_tokens, prompt_buckets=automatic_buckets(lengths))
+
+
 def _load_tokenizer(name_or_path):
     from transformers import AutoTokenizer
 
@@ -458,11 +485,13 @@ def evaluate_budgets(
     backend: str = "transformers",
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    compiled=None,
 ) -> list[tuple[BudgetResult, list[dict[str, Any]]]]:
     """Score ``puzzles`` at every budget from ONE generation at the largest budget; results in budget order.
 
     A completion never sees its budget, so its first B tokens are what a run with ``max_new_tokens=B`` makes
     (the same batches, the same seed): cutting is exact for greedy decoding and for seeded sampling alike.
+    ``backend="compiled"`` uses ``compiled`` (a ``CompiledGeneration``; default: one sized for these prompts).
     """
     budgets = sorted(set(int(b) for b in budgets))
     if not budgets or budgets[0] <= 0:
@@ -475,7 +504,10 @@ def evaluate_budgets(
     prompts = _prompts_for(puzzles, template)
     if tokenizer is None:  # vLLM: the engine's tokenizer, or the one saved with the model
         tokenizer = model.get_tokenizer() if hasattr(model, "get_tokenizer") else _load_tokenizer(model)
-    generator = generate if backend == "transformers" else generate_vllm
+    generator = generate_vllm if backend == "vllm" else generate
+    extra = {}
+    if backend == "compiled":
+        extra["compiled"] = compiled or _compiled_for(tokenizer, prompts, budgets[-1], chat_template_kwargs)
     completions = generator(
         model,
         tokenizer,
@@ -487,6 +519,7 @@ def evaluate_budgets(
         seed=seed,
         chat_template_kwargs=chat_template_kwargs,
         show_progress=show_progress,
+        **extra,
     )
     out = []
     for budget in budgets:
@@ -510,6 +543,7 @@ def evaluate_puzzles(
     backend: str = "transformers",
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    compiled=None,
 ) -> tuple[BudgetResult, list[dict[str, Any]]]:
     """Generate for ``puzzles`` (dicts with ``nums``, ``target`` and optionally ``prompt``) and score them.
 
@@ -529,6 +563,7 @@ def evaluate_puzzles(
         backend=backend,
         chat_template_kwargs=chat_template_kwargs,
         show_progress=show_progress,
+        compiled=compiled,
     )
     return result, rows
 

@@ -9,6 +9,10 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
    TRL's k3 KL (with its bias-correction factor), the vLLM importance-sampling ratio, tool masks, MoE aux loss,
    division by the accumulation steps, and the entropy / KL / clip-ratio logs.
 
+3. Generation (``generation_backend: compiled`` only): ``_generate_single_turn`` generates through
+   ``countdown_rl.compiled_generation`` (static cache, compiled decoding, bucketed prompts); ``train`` warms the
+   compiled graph up first, so its compile time is logged once and kept out of step 1.
+
 These hooks are private in TRL, so trl is pinned exactly and ``tests/test_trl_pin.py`` plus the parity tests
 against stock TRL trip on any change.
 """
@@ -22,6 +26,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl import grpo
+from countdown_rl.compiled_generation import GENERATION_BACKENDS
 from countdown_rl.verifier import Outcome, classify_outcome
 
 ALGORITHMS = {
@@ -119,7 +124,45 @@ class CountdownGRPOConfig(GRPOConfig):
         },
     )
 
+    generation_backend: str | None = field(
+        default=None,
+        metadata={
+            "help": "'transformers' (TRL's plain generate), 'compiled' (static cache sized once + torch.compile'd "
+            "decoding, prompts padded to buckets; falls back to plain generate where torch.compile cannot run) or "
+            "'vllm' (the same as use_vllm: true). Default: 'vllm' when use_vllm is set, else 'transformers'. "
+            "Setting both keys is fine when they agree; a clash is an error.",
+            "choices": [*GENERATION_BACKENDS, None],
+        },
+    )
+    generation_prompt_buckets: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "generation_backend 'compiled': prompt lengths (tokens) prompts are left-padded up to; the "
+            "static cache holds the largest + max_completion_length. Default: the longest of a sample of the "
+            "training and evaluation prompts, rounded up to a multiple of 64."
+        },
+    )
+
     def __post_init__(self):
+        backend = self.generation_backend or ("vllm" if self.use_vllm else "transformers")
+        if backend not in GENERATION_BACKENDS:
+            raise ValueError(f"generation_backend must be one of {list(GENERATION_BACKENDS)}, got {backend!r}")
+        if self.use_vllm and backend != "vllm":
+            raise ValueError(f"use_vllm=True clashes with generation_backend={backend!r}; set one of them "
+                             "(generation_backend: vllm is the same as use_vllm: true)")
+        continuous = self.use_transformers_continuous_batching or self.use_transformers_paged
+        if backend == "compiled" and continuous:
+            raise ValueError("generation_backend='compiled' clashes with use_transformers_continuous_batching; "
+                             "use one of them")
+        if self.generation_prompt_buckets is not None:
+            if backend != "compiled":
+                raise ValueError(f"generation_prompt_buckets is only used by generation_backend 'compiled', "
+                                 f"not {backend!r}")
+            if not self.generation_prompt_buckets or min(self.generation_prompt_buckets) <= 0:
+                raise ValueError(f"generation_prompt_buckets must be positive token counts, got "
+                                 f"{self.generation_prompt_buckets}")
+        self.generation_backend = backend
+        self.use_vllm = backend == "vllm"
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {self.algorithm!r}")
         preset_reduction, preset_std = ALGORITHMS[self.algorithm]
@@ -175,6 +218,33 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if not isinstance(self.args, CountdownGRPOConfig):
             raise TypeError(f"CountdownGRPOTrainer needs a CountdownGRPOConfig, got {type(self.args).__name__}")
         self._gathered_rewards_per_func: torch.Tensor | None = None
+        self._compiled_generation = None
+        if self.args.generation_backend == "compiled":
+            from countdown_rl.compiled_generation import build_for_trainer
+
+            self._compiled_generation = build_for_trainer(self)
+
+    # -- generation (generation_backend: compiled) ----------------------------------------------------------
+    def train(self, *args, **kwargs):
+        """Warm the compiled generation up first (compile time logged once, not inside step 1), then train."""
+        if self._compiled_generation is not None:
+            from countdown_rl.compiled_generation import warm_up_for_trainer
+
+            warm_up_for_trainer(self)
+        return super().train(*args, **kwargs)
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        gen = self._compiled_generation
+        if gen is None or not gen.active or images is not None or multimodal_fields:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        from countdown_rl.compiled_generation import generate_for_trainer
+
+        completion_ids = generate_for_trainer(self, prompt_ids)
+        if completion_ids is None:  # torch.compile could not run here: warned once, plain generate from now on
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        return completion_ids, None
 
     # -- advantages -------------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -269,6 +339,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
         shard = dataset.shard(self.accelerator.num_processes, self.accelerator.process_index, contiguous=True)
         model = self.accelerator.unwrap_model(self.model)
+        compiled = self._compiled_generation
+        compiled = compiled if compiled is not None and compiled.active else None
         _, samples = evaluate_puzzles(
             model,
             self.processing_class,
@@ -277,12 +349,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
             batch_size=self.args.per_device_eval_batch_size,
             chat_template_kwargs=self.chat_template_kwargs,
             show_progress=final,
+            backend="compiled" if compiled else "transformers",
+            compiled=compiled,
         )
         samples = gather_object(samples)
         result = summarise(samples, max_tokens=self.max_completion_length, num_samples=1)
         if final and self.accelerator.is_main_process:
             meta = {"model": self.args.output_dir, "split": "test", "num_puzzles": len(dataset), "temperature": 0.0,
-                    "num_samples": 1, "backend": "transformers", "stage": "final"}
+                    "num_samples": 1, "backend": "compiled" if compiled else "transformers", "stage": "final"}
             write_eval_outputs(os.path.join(self.args.output_dir, "eval"), [result],
                                {self.max_completion_length: samples}, meta)
         return result

@@ -1,0 +1,304 @@
+"""``generation_backend: compiled`` (countdown_rl.compiled_generation) on the CPU, against plain ``generate``.
+
+1. Config and pre-load checks: the key and ``use_vllm`` agree or clash in one line; pad/EOS ids and the static
+   cache length are checked from the tokenizer and the model's config (no weights).
+2. LoRA: merging for generation and restoring leaves the base weights bit-identical (peft's own unmerge does not).
+3. Fallback: where torch.compile cannot run, one warning and plain ``generate`` (token for token the plain path).
+4. Parity (compiles; slow): a plain and a compiled trainer from the same saved tiny model train two optimizer
+   steps with greedy decoding on prompts of two lengths, with weights that move between steps; every batch TRL
+   builds (completion ids and masks, lengths, old log-probs with ``num_iterations=2``) is the same. Then seeded
+   sampling from both gives the same tokens: transformers compiles only the model forward, so logits processors,
+   ``torch.multinomial`` and the RNG stream are the plain path's; the float32 logits of the compiled graph differ
+   from eager ones by rounding only, too little to move a sample here. (Not guaranteed in general: in bf16 a
+   sample near a CDF boundary could flip; then only the distribution of lengths and rewards would match.)
+5. LoRA training (slow): weights after two steps with the compiled backend equal, bit for bit, the weights of a
+   plain-path LoRA run trained on the same completions.
+6. ``countdown-rl train`` with the key (resumed bit-exactly across a crash) and ``countdown-rl eval --backend
+   compiled`` (slow).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+from countdown_rl.compiled_generation import (
+    CompiledGeneration,
+    check_generation_lengths,
+    compile_unavailable_reason,
+    merged_lora,
+)
+from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+
+EOS_ID = 3  # <|im_end|> in the tiny tokenizer
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def token_reward(completions, completion_ids, **kwargs):
+    """Dense toy reward from the token ids (a random model never solves Countdown), non-zero for every completion."""
+    return [(1 + len(ids) + sum(ids) % 7) / 20 for ids in completion_ids]
+
+
+def _dataset():
+    # Two prompt lengths: each optimizer step (2 prompts) sees a short and a long prompt, padded to one bucket.
+    rows = [
+        {"prompt": f"Numbers {a} {b} {c}, target {t}. Answer:" + extra, "nums": [a, b, c], "target": t}
+        for (a, b, c, t), extra in [
+            ((7, 7, 65, 51), ""), ((79, 17, 60, 36), " Use each number once, + - * / only."),
+            ((3, 4, 9, 21), ""), ((10, 2, 8, 40), " Use each number once, + - * / only."),
+        ]
+    ]
+    return Dataset.from_list(rows)
+
+
+def _config(tmp_path, **overrides):
+    args = dict(
+        output_dir=str(tmp_path), use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
+        per_device_train_batch_size=8, num_generations=4, max_completion_length=12, temperature=1.0, seed=0,
+        logging_steps=1, save_strategy="no", disable_tqdm=True, learning_rate=0.05, max_steps=2,
+        # REINFORCE on the raw dense reward: non-zero advantages even when a group's greedy completions agree,
+        # so the weights move and step 2 generates from updated weights.
+        baseline="none", std_normalization="none",
+    )
+    args.update(overrides)
+    return CountdownGRPOConfig(**args)
+
+
+def _trainer(model_dir, tmp_path, peft_config=None, trainer_cls=CountdownGRPOTrainer, **overrides):
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    return trainer_cls(
+        model=model, reward_funcs=[token_reward], args=_config(tmp_path, **overrides),
+        train_dataset=_dataset(), processing_class=AutoTokenizer.from_pretrained(model_dir), peft_config=peft_config,
+    )
+
+
+def _record_batches(trainer) -> list[dict]:
+    """Keep every batch TRL builds (observation only: the method is called and its result returned unchanged)."""
+    batches = []
+    build = trainer._generate_and_score_completions
+
+    def recorded(inputs):
+        out = build(inputs)
+        batches.append({k: v.detach().clone() if torch.is_tensor(v) else v for k, v in out.items()})
+        return out
+
+    trainer._generate_and_score_completions = recorded
+    return batches
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. Config and pre-load checks
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"use_vllm": True, "generation_backend": "compiled"}, ["use_vllm", "generation_backend", "clashes"]),
+        ({"use_vllm": True, "generation_backend": "transformers"}, ["use_vllm", "clashes"]),
+        ({"generation_backend": "tensorrt"}, ["generation_backend", "tensorrt"]),
+        ({"generation_prompt_buckets": [128]}, ["generation_prompt_buckets", "compiled"]),
+        ({"generation_backend": "compiled", "generation_prompt_buckets": [0]}, ["positive"]),
+        ({"generation_backend": "compiled", "use_transformers_continuous_batching": True}, ["continuous_batching"]),
+    ],
+)
+def test_backend_clashes_are_one_line_errors(tmp_path, kwargs, words):
+    with pytest.raises(ValueError) as err:
+        _config(tmp_path, **kwargs)
+    message = str(err.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_backend_and_use_vllm_agree(tmp_path):
+    assert _config(tmp_path).generation_backend == "transformers"
+    cfg = _config(tmp_path, generation_backend="vllm")
+    assert cfg.use_vllm and cfg.generation_backend == "vllm"
+    assert _config(tmp_path, use_vllm=True).generation_backend == "vllm"
+    assert _config(tmp_path, use_vllm=True, generation_backend="vllm").use_vllm
+    cfg = _config(tmp_path, generation_backend="compiled", generation_prompt_buckets=[64, 128])
+    assert not cfg.use_vllm and cfg.generation_prompt_buckets == [64, 128]
+
+
+def test_lengths_are_checked_from_tokenizer_and_config(tiny_model_dir):
+    tokenizer, config = AutoTokenizer.from_pretrained(tiny_model_dir), AutoConfig.from_pretrained(tiny_model_dir)
+    check_generation_lengths(tokenizer, config, [128], 256)
+    check_generation_lengths(tokenizer, config, None, 256)
+    with pytest.raises(ValueError, match="2048"):
+        check_generation_lengths(tokenizer, config, [1024], 1500)
+    config.vocab_size = 3  # eos id 3 no longer exists
+    with pytest.raises(ValueError, match="eos_token_id=3 is outside"):
+        check_generation_lengths(tokenizer, AutoConfig.from_pretrained(tiny_model_dir, vocab_size=3), None, 16)
+    tokenizer.pad_token = None
+    with pytest.raises(ValueError, match="no pad token"):
+        check_generation_lengths(tokenizer, AutoConfig.from_pretrained(tiny_model_dir), None, 16)
+
+
+def test_a_bad_cache_length_stops_train_before_the_model_loads(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    import transformers
+
+    from tests.test_train import SMOKE
+
+    def tripwire(*args, **kwargs):
+        raise AssertionError("the model was loaded before the error was reported")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
+    from countdown_rl.data import write_jsonl
+    from countdown_rl.puzzles import generate_countdown
+    from countdown_rl.train import main
+
+    write_jsonl(generate_countdown(32, seed=0), tmp_path / "p.jsonl")
+    code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
+                 str(tmp_path / "p.jsonl"), "--output_dir", str(tmp_path / "out"), "--generation_backend", "compiled",
+                 "--generation_prompt_buckets", "2040"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    [line] = [x for x in err.splitlines() if x.startswith("countdown-rl train: error: ")]
+    assert "generation_prompt_buckets" in line and "2048" in line
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. LoRA merge for generation
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _lora_model(model_dir):
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(model_dir),
+                           LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear"))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # non-zero B so that the merge changes the weights
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.3)
+    return model
+
+
+def test_merged_lora_restores_the_base_weights_bit_for_bit(tiny_model_dir):
+    model = _lora_model(tiny_model_dir)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.no_grad():
+        unmerged_logits = model(ids).logits
+        with merged_lora(model):
+            merged_logits = model(ids).logits
+            assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    torch.testing.assert_close(merged_logits, unmerged_logits, rtol=1e-5, atol=1e-5)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    # Why the backup: peft's own merge + unmerge round trip is not exact in floating point.
+    model.merge_adapter()
+    model.unmerge_adapter()
+    assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. Fallback
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_without_torch_compile_it_says_so_once_and_generates_plainly(tiny_model_dir, tmp_path, monkeypatch, caplog):
+    import torch._dynamo
+
+    monkeypatch.setattr(torch._dynamo.config, "disable", True)
+    assert "disabled" in compile_unavailable_reason("cpu")
+    plain = _trainer(tiny_model_dir, tmp_path / "plain")
+    compiled = _trainer(tiny_model_dir, tmp_path / "compiled", generation_backend="compiled")
+    prompts = [[5, 6, 7, 8, 9], [10, 11]] * 4
+    with caplog.at_level(logging.WARNING, logger="countdown_rl.compiled_generation"):
+        torch.manual_seed(0)
+        ids, _ = compiled._generate_single_turn(prompts, None, {}, 4)
+        torch.manual_seed(0)
+        compiled._generate_single_turn(prompts, None, {}, 4)
+    torch.manual_seed(0)
+    expected, _ = plain._generate_single_turn(prompts, None, {}, 4)
+    assert ids == expected
+    warnings = [r.getMessage() for r in caplog.records if "falling back" in r.getMessage()]
+    assert len(warnings) == 1 and "disabled" in warnings[0], warnings
+
+
+def test_generation_config_turns_compile_on_for_a_static_cache():
+    from transformers import GenerationConfig
+
+    gen = CompiledGeneration(max_new_tokens=16, prompt_buckets=[32, 64])
+    base = GenerationConfig(max_new_tokens=16, do_sample=True, top_k=5, disable_compile=True, pad_token_id=1)
+    config = gen.generation_config(base)
+    assert (config.cache_implementation, config.max_cache_len, config.disable_compile) == ("static", 80, False)
+    assert config.top_k == 5 and base.disable_compile  # sampling kept, the trainer's config untouched
+    assert gen.width_for([10, 40]) == 64 and gen.width_for([100]) == 128 and gen.cache_length == 144
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Parity with plain generate (compiles)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_compiled_training_matches_plain_generate_token_for_token(tiny_model_dir, tmp_path, caplog):
+    # num_iterations=2: each generation serves two optimizer steps (4 steps, 2 generations) and TRL computes the
+    # old log-probs; the EOS bias makes some greedy completions end at once and others run to the budget.
+    common = dict(num_iterations=2, max_steps=4,
+                  generation_kwargs={"do_sample": False, "sequence_bias": [[[EOS_ID], 1.0]]})
+    # Built and trained one after the other: two GRPOTrainers alive at once share accelerate's state and do not
+    # train bit-identically even when both are plain.
+    plain = _trainer(tiny_model_dir, tmp_path / "plain", **common)
+    plain_batches = _record_batches(plain)
+    plain.train()
+    compiled = _trainer(tiny_model_dir, tmp_path / "compiled", generation_backend="compiled", **common)
+    compiled_batches = _record_batches(compiled)
+    weights_before = {k: v.clone() for k, v in compiled.model.state_dict().items()}
+    with caplog.at_level(logging.INFO, logger="countdown_rl.compiled_generation"):
+        compiled.train()
+
+    gen = compiled._compiled_generation
+    assert gen.active and list(gen.compile_seconds) == [8]
+    assert any("first compile" in r.getMessage() for r in caplog.records)
+    assert not any("recompiled" in r.getMessage() for r in caplog.records)
+    logged = [h for h in compiled.state.log_history if "generation/compile_seconds" in h]
+    assert len(logged) == 1, "the compile time is logged once"
+    # The weights moved, so step 2 generated from updated weights.
+    assert any(not torch.equal(v, weights_before[k]) for k, v in compiled.model.state_dict().items())
+
+    assert len(plain_batches) == len(compiled_batches) == 2
+    prompt_lengths = set()
+    for p, c in zip(plain_batches, compiled_batches):
+        assert torch.equal(p["completion_ids"], c["completion_ids"])
+        assert torch.equal(p["completion_mask"], c["completion_mask"])
+        assert torch.equal(p["prompt_ids"], c["prompt_ids"])
+        assert torch.equal(p["old_per_token_logps"], c["old_per_token_logps"])  # eager forward, same inputs
+        assert torch.equal(p["advantages"], c["advantages"])
+        lengths = set(p["prompt_mask"].sum(1).tolist())
+        assert max(lengths) - min(lengths) > 10  # a short and a long prompt in one bucket
+        prompt_lengths |= lengths
+    assert len(prompt_lengths) == 4
+    lengths = torch.cat([b["completion_mask"].sum(1) for b in compiled_batches])
+    assert lengths.min() < lengths.max(), "EOS should end some completions early"
+    for key in ("completions/mean_length", "completions/clipped_ratio", "reward"):
+        assert [h[key] for h in plain.state.log_history if key in h] == [
+            h[key] for h in compiled.state.log_history if key in h]
+    for key, value in plain.model.state_dict().items():
+        assert torch.equal(compiled.model.state_dict()[key], value), key
+
+    # Seeded sampling: the same tokens as plain generate (see the module docstring for why, and when not).
+    for trainer in (plain, compiled):
+        trainer.generation_config.do_sample = True
+    first = compiled_batches[0]
+    prompts = [ids[mask.bool()].tolist() for ids, mask in zip(first["prompt_ids"], first["prompt_mask"])]
+    draws = {}
+    for name, trainer in (("plain", plain), ("compiled", compiled)):
+        torch.manual_seed(1234)
+        draws[name] = [trainer._generate_single_turn(prompts, None, {}, 4)[0] for _ in range(4)]
+    assert draws["plain"] == draws["compiled"]
+    assert len({tuple(map(tuple, d)) for d in draws["plain"]}) == 4  # really sampling
+    assert not any("recompiled" in r.getMessage() for r in caplog.records)
