@@ -302,3 +302,62 @@ def test_compiled_training_matches_plain_generate_token_for_token(tiny_model_dir
     assert draws["plain"] == draws["compiled"]
     assert len({tuple(map(tuple, d)) for d in draws["plain"]}) == 4  # really sampling
     assert not any("recompiled" in r.getMessage() for r in caplog.records)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 5. LoRA training
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class ReplayTrainer(CountdownGRPOTrainer):
+    """The plain path, but TRL's generation hook returns completions recorded from another run.
+
+    It also restores the RNG state the recorded run had after generating: TRL shuffles each generation batch with
+    the global RNG, and sampling moved it (without this the rows train in another order: ~1e-6 differences).
+    """
+
+    replay: list = []
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        expected_prompts, completions, rng_state = self.replay.pop(0)
+        assert prompt_ids == expected_prompts
+        torch.set_rng_state(rng_state)
+        return completions, None
+
+
+@pytest.mark.slow
+def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_dir, tmp_path):
+    from peft import LoraConfig
+
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+    # Sampling, an EOS bias for varied lengths, gradient checkpointing on (switched off and back for generation).
+    common = dict(max_steps=3, gradient_checkpointing=True,
+                  generation_kwargs={"sequence_bias": [[[EOS_ID], 2.0]]})
+    torch.manual_seed(0)  # TRL wraps the model in peft before Trainer seeds: seed the adapters' init here
+    compiled = _trainer(tiny_model_dir, tmp_path / "compiled", peft_config=lora, generation_backend="compiled",
+                        **common)
+    recorded = []
+    generate = compiled._generate_single_turn
+
+    def recording(prompt_ids, *args, **kwargs):
+        out = generate(prompt_ids, *args, **kwargs)
+        recorded.append((prompt_ids, out[0], torch.get_rng_state()))
+        return out
+
+    compiled._generate_single_turn = recording
+    compiled.train()
+    assert compiled._compiled_generation.active and len(recorded) == 3
+    assert compiled.model.is_gradient_checkpointing and compiled.model.training
+    trained = {k: v.clone() for k, v in compiled.model.state_dict().items()}
+
+    ReplayTrainer.replay = list(recorded)
+    torch.manual_seed(0)
+    plain = _trainer(tiny_model_dir, tmp_path / "plain", peft_config=lora, trainer_cls=ReplayTrainer, **common)
+    plain.train()
+    assert not ReplayTrainer.replay
+    reference = plain.model.state_dict()
+    assert trained.keys() == reference.keys()
+    different = [k for k in trained if not torch.equal(trained[k], reference[k])]
+    assert not different, f"{len(different)} tensors differ from the plain path, e.g. {different[:3]}"
+    moved = [k for k in trained if "lora_B" in k and trained[k].abs().sum() > 0]
+    assert moved, "training should have moved the adapters (lora_B starts at zero)"
