@@ -57,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score only the first N held-out puzzles (default: all)")
     p.add_argument("--max_tokens", "--max-tokens", dest="max_tokens", type=int, nargs="+", default=[256, 512, 1024],
                    help="token budgets (max new tokens); one generation serves all (default: 256 512 1024)")
-    p.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto",
-                   help="auto: vllm when installed and CUDA is available, else transformers")
+    p.add_argument("--backend", choices=["auto", "vllm", "compiled", "transformers"], default="auto",
+                   help="auto: vllm when installed and CUDA is available, else compiled (static cache + "
+                   "torch.compile) on CUDA, else transformers")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--num_samples", "--num-samples", dest="num_samples", type=int, default=1,
                    help="samples per puzzle for pass@k (needs --temperature > 0)")
@@ -97,18 +98,22 @@ def default_output_dir(model: str) -> Path:
     return Path("eval_results") / re.sub(r"[^\w.-]+", "_", model.replace("/", "__"))
 
 
-def resolve_backend(backend: str) -> str:
-    """``auto`` -> ``vllm`` when vllm is importable and CUDA is available, else ``transformers``."""
+def resolve_backend(backend: str, device: str | None = None) -> str:
+    """``auto`` -> ``vllm`` (installed, CUDA), else ``compiled`` on CUDA, else ``transformers``.
+
+    ``compiled`` is not picked on the CPU: it runs there (inductor), but compiling costs more than it saves.
+    """
     has_vllm = importlib.util.find_spec("vllm") is not None
     if backend == "vllm" and not has_vllm:
         raise UsageError("--backend vllm: vllm is not installed (pip install 'countdown-rl[vllm]', CUDA GPU only)")
     if backend != "auto":
         return backend
-    if not has_vllm:
-        return "transformers"
     import torch
 
-    return "vllm" if torch.cuda.is_available() else "transformers"
+    cuda = torch.cuda.is_available() and (device is None or device.startswith("cuda"))
+    if not cuda:
+        return "transformers"
+    return "vllm" if has_vllm else "compiled"
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -246,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
-        backend = resolve_backend(args.backend)
+        backend = resolve_backend(args.backend, args.device)
         puzzles = load_puzzles(args)
     except UsageError as err:
         return _fail(str(err))

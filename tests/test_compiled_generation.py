@@ -34,6 +34,7 @@ from countdown_rl.compiled_generation import (
     merged_lora,
 )
 from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from tests.test_train import puzzles  # noqa: F401  (fixture: a small generated puzzle file)
 
 EOS_ID = 3  # <|im_end|> in the tiny tokenizer
 
@@ -166,6 +167,15 @@ def test_a_bad_cache_length_stops_train_before_the_model_loads(tiny_model_dir, t
     assert code == 2 and "Traceback" not in err
     [line] = [x for x in err.splitlines() if x.startswith("countdown-rl train: error: ")]
     assert "generation_prompt_buckets" in line and "2048" in line
+
+
+def test_eval_backend_auto_picks_plain_generate_on_the_cpu():
+    from countdown_rl.evaluate import build_parser, resolve_backend
+
+    assert not torch.cuda.is_available()
+    assert resolve_backend("auto") == "transformers"
+    assert resolve_backend("compiled", "cpu") == "compiled"
+    assert build_parser().parse_args(["--model", "x", "--backend", "compiled"]).backend == "compiled"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -361,3 +371,44 @@ def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_di
     assert not different, f"{len(different)} tensors differ from the plain path, e.g. {different[:3]}"
     moved = [k for k in trained if "lora_B" in k and trained[k].abs().sum() > 0]
     assert moved, "training should have moved the adapters (lora_B starts at zero)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 6. countdown-rl train / eval
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_model_dir, puzzles, tmp_path,
+                                                                          capsys, caplog):
+    from countdown_rl.evaluate import main as eval_main
+    from tests.test_train import SMOKE, check_resume, resume_runs
+
+    caplog.set_level(logging.INFO, logger="countdown_rl.compiled_generation")
+    # In-training evaluation every 2 steps too (its batch of 8 shares the training graph).
+    runs = resume_runs(SMOKE, tiny_model_dir, puzzles, tmp_path, lambda out: "true",
+                       "--generation_backend", "compiled", "--eval_strategy", "steps", "--eval_steps", "2")
+    check_resume(runs, "model.safetensors")
+    state = json.loads((runs.full / "trainer_state.json").read_text())
+    assert [h["step"] for h in state["log_history"] if "eval_accuracy" in h] == [2, 4]
+    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.compiled_generation"]
+    assert sum("first compile" in m for m in messages) == 3  # one per run: uninterrupted, crashed, resumed
+    assert not [m for m in messages if "recompiled" in m or "falling back" in m]
+    info = json.loads((runs.full / "run_info.json").read_text())
+    assert info["generation_backend"] == "compiled"
+    compile_logs = [h for h in state["log_history"] if "generation/compile_seconds" in h]
+    assert len(compile_logs) == 1 and compile_logs[0]["step"] == 1
+    assert json.loads((runs.full / "eval" / "eval.json").read_text())["meta"]["backend"] == "compiled"
+
+    results = {}
+    for backend in ("transformers", "compiled"):
+        out = tmp_path / f"eval-{backend}"
+        code = eval_main(["--model", str(runs.full), "--dataset", str(puzzles), "--test-size", "16",
+                          "--max_tokens", "8", "16", "--batch-size", "5", "--backend", backend,
+                          "--output-dir", str(out), "--no-progress"])
+        assert code == 0, capsys.readouterr().err
+        results[backend] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    # Greedy, 16 puzzles in batches of 5 (the last one padded to 5 rows): the same completions.
+    assert results["compiled"] == results["transformers"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.compiled_generation"]
+    assert sum("first compile" in m for m in messages) == 4 and not any("recompiled" in m for m in messages)
