@@ -9,15 +9,16 @@ decode step was 3.5x faster. The algorithm:
    batch is padded with copies of its last prompt up to the warmed-up row count (the copies are dropped), so
    shapes repeat. A prompt longer than every bucket adds a bucket (multiple of 64): the cache grows, one
    recompile, logged once.
-3. Prepare: the model goes to eval mode with gradient checkpointing off and the cache on; LoRA adapters are
-   merged into the base weights, which are backed up first and copied back afterwards, so the trained weights
+3. Prepare: the model goes to eval mode with gradient checkpointing off, the cache on and the input embeddings'
+   forward hooks (input-require-grads, backward only) detached; LoRA adapters are merged into the base weights, which are backed up first and copied back afterwards, so the trained weights
    stay bit-identical (peft's unmerge subtracts the delta again, which is not exact in floating point).
 4. Generate: transformers' ``generate`` with ``cache_implementation="static"`` and a ``CompileConfig``:
    transformers compiles the one-token decode forward (the prefill stays eager); logits processors, sampling and
    stopping run eagerly as in plain ``generate``, so every sampling parameter, EOS id and the RNG stream are the
    plain path's.
-5. Warm up before training or evaluation starts: one short call per row count; the first compile's time is
-   logged once instead of landing in step 1's ``step_time``. Later new graphs are logged as recompiles.
+5. Warm up when training begins (``on_train_begin``, after the Trainer set up checkpointing) or before an
+   evaluation: one short call per row count; the first compile's time is logged once instead of landing in step
+   1's ``step_time``. Later new graphs are logged as recompiles.
 6. Fall back: where ``torch.compile`` cannot run (disabled, unsupported platform, no C++ compiler for inductor
    on CPU) or the warm-up fails, one warning line, and plain ``generate`` is used from then on.
 
@@ -37,7 +38,10 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Sequence
+import weakref
 from typing import Any
+
+from transformers.trainer_callback import TrainerCallback
 
 logger = logging.getLogger("countdown_rl.compiled_generation")
 
@@ -77,7 +81,7 @@ def compile_unavailable_reason(device_type: str = "cpu") -> str | None:
 
     if not torch._dynamo.is_dynamo_supported():
         return "torch.compile does not support this Python or platform"
-    if torch._dynamo.config.disable:
+    if getattr(torch._dynamo.config, "disable", False):
         return "torch.compile is disabled (TORCHDYNAMO_DISABLE)"
     if device_type == "cpu":
         compilers = [os.environ.get("CXX"), "g++", "c++", "clang++"]
@@ -165,20 +169,31 @@ def merged_lora(model) -> Iterator[None]:
 
 @contextlib.contextmanager
 def prepared_for_generation(model) -> Iterator[None]:
-    """Eval mode, gradient checkpointing flags off, LoRA merged; everything restored afterwards.
+    """Eval mode, gradient checkpointing flags off, embedding hooks detached, LoRA merged; all restored afterwards.
 
     The flags are flipped on the layers directly (not ``gradient_checkpointing_disable``) so that the checkpointing
-    settings survive, and so that training-time and evaluation-time calls see the same modules: one graph.
+    settings survive, and so that training-time and evaluation-time calls see the same modules: one graph. The
+    input embeddings' forward hooks are detached for the call: with checkpointing, transformers/peft register an
+    input-require-grads hook there (it only matters for backward) and re-register one on every enable, so their
+    count changes from step to step, and dynamo guards on it (a recompile per step otherwise).
     """
+    from collections import OrderedDict
+
     was_training = model.training
     checkpointed = [m for m in model.modules() if getattr(m, "gradient_checkpointing", False) is True]
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    hooks = getattr(embeddings, "_forward_hooks", None)
     try:
         model.eval()
         for module in checkpointed:
             module.gradient_checkpointing = False
+        if hooks:
+            embeddings._forward_hooks = OrderedDict()
         with merged_lora(model):
             yield
     finally:
+        if hooks:
+            embeddings._forward_hooks = hooks
         for module in checkpointed:
             module.gradient_checkpointing = True
         model.train(was_training)
@@ -374,38 +389,60 @@ def build_for_trainer(trainer) -> CompiledGeneration:
                               rows=_trainer_rows(trainer))
 
 
+def trainer_generation_context(trainer):
+    """TRL's own generation context (unwrapped model, checkpointing and its input hooks off, ZeRO-3 gathering).
+
+    Warm-up, training and in-training evaluation all generate inside it, so the model's modules and hooks look the
+    same to every call and one compiled graph serves them all (with LoRA + checkpointing, the embedding's
+    input-require-grads hook is otherwise a guard that fails: a recompile).
+    """
+    from trl.models import unwrap_model_for_generation
+
+    return unwrap_model_for_generation(
+        trainer.model_wrapped,
+        trainer.accelerator,
+        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
+        gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+    )
+
+
 def warm_up_for_trainer(trainer) -> None:
     """Compile for the training row count (and the evaluation one when evaluating); log the time once."""
     gen = trainer._compiled_generation
-    model = trainer.accelerator.unwrap_model(trainer.model)
     row_counts = [_trainer_rows(trainer)]
     if trainer.eval_dataset is not None and trainer.args.eval_strategy != "no":
         row_counts.append(trainer.args.per_device_eval_batch_size)
     before = sum(gen.compile_seconds.values())
-    for rows in row_counts:
-        if not gen.warm_up(model, trainer.generation_config, rows):
-            return
+    with trainer_generation_context(trainer) as model:
+        for rows in row_counts:
+            if not gen.warm_up(model, trainer.generation_config, rows):
+                return
     spent = sum(gen.compile_seconds.values()) - before
     if spent:
         # Its own key, logged with the first step; step_time does not contain it.
         trainer._metrics["train"]["generation/compile_seconds"].append(spent)
 
 
+class WarmUpCallback(TrainerCallback):
+    """Warms the trainer's compiled generation up at ``on_train_begin``: after the Trainer has switched gradient
+    checkpointing on (and peft its input hooks) and wrapped the model, so the warm-up compiles the very graph the
+    training steps use, and before step 1's clock starts."""
+
+    def __init__(self, trainer):
+        self._trainer = weakref.ref(trainer)  # the trainer holds this callback: no reference cycle
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        trainer = self._trainer()
+        if trainer is not None and trainer._compiled_generation is not None:
+            warm_up_for_trainer(trainer)
+
+
 def generate_for_trainer(trainer, prompt_ids) -> list[list[int]]:
     """TRL's ``_generate_single_turn`` for the compiled backend: completion id lists cut after the first EOS."""
-    from trl.models import unwrap_model_for_generation
     from trl.extras.profiling import profiling_context
 
     gen = trainer._compiled_generation
-    with (
-        profiling_context(trainer, "transformers.generate"),
-        unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-        ) as model,
-    ):
+    with profiling_context(trainer, "transformers.generate"), trainer_generation_context(trainer) as model:
         if not gen.compile_seconds:  # train() was not the entry point (e.g. a direct call): warm up here
             gen.warm_up(model, trainer.generation_config, _trainer_rows(trainer))
         if not gen.active:

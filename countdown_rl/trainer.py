@@ -10,8 +10,8 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
    division by the accumulation steps, and the entropy / KL / clip-ratio logs.
 
 3. Generation (``generation_backend: compiled`` only): ``_generate_single_turn`` generates through
-   ``countdown_rl.compiled_generation`` (static cache, compiled decoding, bucketed prompts); ``train`` warms the
-   compiled graph up first, so its compile time is logged once and kept out of step 1.
+   ``countdown_rl.compiled_generation`` (static cache, compiled decoding, bucketed prompts); a callback warms the
+   compiled graph up at ``on_train_begin``, so its compile time is logged once and kept out of step 1.
 
 These hooks are private in TRL, so trl is pinned exactly and ``tests/test_trl_pin.py`` plus the parity tests
 against stock TRL trip on any change.
@@ -19,6 +19,7 @@ against stock TRL trip on any change.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl import grpo
-from countdown_rl.compiled_generation import GENERATION_BACKENDS
+from countdown_rl.compiled_generation import GENERATION_BACKENDS, WarmUpCallback
 from countdown_rl.verifier import Outcome, classify_outcome
 
 ALGORITHMS = {
@@ -223,16 +224,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
             from countdown_rl.compiled_generation import build_for_trainer
 
             self._compiled_generation = build_for_trainer(self)
+            self.add_callback(WarmUpCallback(self))
 
     # -- generation (generation_backend: compiled) ----------------------------------------------------------
-    def train(self, *args, **kwargs):
-        """Warm the compiled generation up first (compile time logged once, not inside step 1), then train."""
-        if self._compiled_generation is not None:
-            from countdown_rl.compiled_generation import warm_up_for_trainer
-
-            warm_up_for_trainer(self)
-        return super().train(*args, **kwargs)
-
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         gen = self._compiled_generation
         if gen is None or not gen.active or images is not None or multimodal_fields:
@@ -341,17 +335,23 @@ class CountdownGRPOTrainer(GRPOTrainer):
         model = self.accelerator.unwrap_model(self.model)
         compiled = self._compiled_generation
         compiled = compiled if compiled is not None and compiled.active else None
-        _, samples = evaluate_puzzles(
-            model,
-            self.processing_class,
-            list(shard),
-            max_tokens=self.max_completion_length,
-            batch_size=self.args.per_device_eval_batch_size,
-            chat_template_kwargs=self.chat_template_kwargs,
-            show_progress=final,
-            backend="compiled" if compiled else "transformers",
-            compiled=compiled,
-        )
+        context = contextlib.nullcontext()
+        if compiled:  # generate as training does (same hooks: the same compiled graph)
+            from countdown_rl.compiled_generation import trainer_generation_context
+
+            context = trainer_generation_context(self)
+        with context:
+            _, samples = evaluate_puzzles(
+                model,
+                self.processing_class,
+                list(shard),
+                max_tokens=self.max_completion_length,
+                batch_size=self.args.per_device_eval_batch_size,
+                chat_template_kwargs=self.chat_template_kwargs,
+                show_progress=final,
+                backend="compiled" if compiled else "transformers",
+                compiled=compiled,
+            )
         samples = gather_object(samples)
         result = summarise(samples, max_tokens=self.max_completion_length, num_samples=1)
         if final and self.accelerator.is_main_process:

@@ -47,6 +47,13 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """Each test's models compile afresh: dynamo caches graphs per code object and stops compiling after 8."""
+    yield
+    torch._dynamo.reset()
+
+
 def token_reward(completions, completion_ids, **kwargs):
     """Dense toy reward from the token ids (a random model never solves Countdown), non-zero for every completion."""
     return [(1 + len(ids) + sum(ids) % 7) / 20 for ids in completion_ids]
@@ -218,15 +225,15 @@ def test_merged_lora_restores_the_base_weights_bit_for_bit(tiny_model_dir):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def test_without_torch_compile_it_says_so_once_and_generates_plainly(tiny_model_dir, tmp_path, monkeypatch, caplog):
+def test_without_torch_compile_it_says_so_once_and_generates_plainly(tiny_model_dir, tmp_path, caplog):
     import torch._dynamo
 
-    monkeypatch.setattr(torch._dynamo.config, "disable", True)
-    assert "disabled" in compile_unavailable_reason("cpu")
     plain = _trainer(tiny_model_dir, tmp_path / "plain")
     compiled = _trainer(tiny_model_dir, tmp_path / "compiled", generation_backend="compiled")
     prompts = [[5, 6, 7, 8, 9], [10, 11]] * 4
-    with caplog.at_level(logging.WARNING, logger="countdown_rl.compiled_generation"):
+    with (torch._dynamo.config.patch(disable=True),  # what TORCHDYNAMO_DISABLE=1 sets
+          caplog.at_level(logging.WARNING, logger="countdown_rl.compiled_generation")):
+        assert "disabled" in compile_unavailable_reason("cpu")
         torch.manual_seed(0)
         ids, _ = compiled._generate_single_turn(prompts, None, {}, 4)
         torch.manual_seed(0)
@@ -336,8 +343,10 @@ class ReplayTrainer(CountdownGRPOTrainer):
 
 
 @pytest.mark.slow
-def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_dir, tmp_path):
+def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_dir, tmp_path, caplog):
     from peft import LoraConfig
+
+    caplog.set_level(logging.INFO, logger="countdown_rl.compiled_generation")
 
     lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
     # Sampling, an EOS bias for varied lengths, gradient checkpointing on (switched off and back for generation).
@@ -357,6 +366,9 @@ def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_di
     compiled._generate_single_turn = recording
     compiled.train()
     assert compiled._compiled_generation.active and len(recorded) == 3
+    # Warm-up and training generate in the same TRL context: one graph, no recompile (LoRA + checkpointing).
+    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.compiled_generation"]
+    assert sum("first compile" in m for m in messages) == 1 and not [m for m in messages if "recompiled" in m]
     assert compiled.model.is_gradient_checkpointing and compiled.model.training
     trained = {k: v.clone() for k, v in compiled.model.state_dict().items()}
 
