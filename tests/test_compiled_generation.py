@@ -424,3 +424,33 @@ def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_m
     assert results["compiled"] == results["transformers"]
     messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.compiled_generation"]
     assert sum("first compile" in m for m in messages) == 4 and not any("recompiled" in m for m in messages)
+
+
+@pytest.mark.slow
+def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_train import ROOT, SMOKE, free_port
+
+    out = tmp_path / "out"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)}
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "--main_process_port", str(free_port()),
+        "-m", "countdown_rl.train", "--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir),
+        "--dataset_name", str(puzzles), "--output_dir", str(out), "--final_eval_size", "8",
+        "--generation_backend", "compiled",
+    ]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    logs = result.stdout + result.stderr
+    assert result.returncode == 0, logs[-5000:]
+    # Each process compiles one graph (8 sequences per rank in training and in the final evaluation alike).
+    assert logs.count("compiled generation: first compile") == 2, logs[-5000:]
+    assert "compiled generation unavailable" not in logs and "compiled generation: recompiled" not in logs
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
+    final = json.loads((out / "eval" / "eval.json").read_text())
+    assert final["meta"]["num_puzzles"] == 8 and final["meta"]["backend"] == "compiled"
