@@ -10,12 +10,15 @@ decode step was 3.5x faster. The algorithm:
    shapes repeat. A prompt longer than every bucket adds a bucket (multiple of 64): the cache grows, one
    recompile, logged once.
 3. Prepare: the model goes to eval mode with gradient checkpointing off, the cache on and the input embeddings'
-   forward hooks (input-require-grads, backward only) detached; LoRA adapters are merged into the base weights, which are backed up first and copied back afterwards, so the trained weights
-   stay bit-identical (peft's unmerge subtracts the delta again, which is not exact in floating point).
+   forward hooks (input-require-grads, backward only) detached; LoRA adapters are merged into the base weights
+   (generating through unmerged adapters halved the H100's speed), which are backed up first and copied back
+   afterwards, so the trained weights stay bit-identical (peft's unmerge subtracts the delta again, which is not
+   exact in floating point).
 4. Generate: transformers' ``generate`` with ``cache_implementation="static"`` and a ``CompileConfig``:
    transformers compiles the one-token decode forward (the prefill stays eager); logits processors, sampling and
    stopping run eagerly as in plain ``generate``, so every sampling parameter, EOS id and the RNG stream are the
-   plain path's.
+   plain path's. Tokens equal the plain path's as long as the compiled logits round the same way; on the CPU in
+   float32 they do (greedy and seeded sampling, tested); nothing guarantees it bit for bit in bf16 on a GPU.
 5. Warm up when training begins (``on_train_begin``, after the Trainer set up checkpointing) or before an
    evaluation: one short call per row count; the first compile's time is logged once instead of landing in step
    1's ``step_time``. Later new graphs are logged as recompiles.
@@ -37,9 +40,8 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
 import weakref
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 from transformers.trainer_callback import TrainerCallback
 
@@ -280,7 +282,10 @@ class CompiledGeneration:
         input_ids, attention_mask = left_pad(prompt_ids, width, base_config.pad_token_id, rows=padded_rows)
         device = next(model.parameters()).device
         config = self.generation_config(base_config)
-        config.max_new_tokens = min(base_config.max_new_tokens or self.max_new_tokens, self.max_new_tokens)
+        config.max_new_tokens = base_config.max_new_tokens or self.max_new_tokens
+        if config.max_new_tokens > self.max_new_tokens:
+            raise ValueError(f"max_new_tokens={config.max_new_tokens} exceeds the static cache's budget "
+                             f"{self.max_new_tokens}; build CompiledGeneration with the largest budget")
         before = _graph_count()
         with prepared_for_generation(model), torch.no_grad():
             output = model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
@@ -346,15 +351,6 @@ def completion_lists(completion_ids, eos_token_ids: Sequence[int]) -> list[list[
         end = next((i + 1 for i, token in enumerate(row) if token in eos), len(row))
         out.append(row[:end])
     return out
-
-
-def describe(gen: CompiledGeneration | None) -> dict[str, Any]:
-    """What ran, for run_info / eval metadata."""
-    if gen is None:
-        return {"generation_backend": "transformers"}
-    return {"generation_backend": "compiled" if gen.active else "transformers (compiled fell back)",
-            "prompt_buckets": gen.buckets, "static_cache_length": gen.cache_length,
-            "compile_seconds": gen.compile_seconds, "fallback_reason": gen.fallback_reason}
 
 
 # ----------------------------------------------------------------------------------------------------------------

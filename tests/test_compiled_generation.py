@@ -245,6 +245,14 @@ def test_without_torch_compile_it_says_so_once_and_generates_plainly(tiny_model_
     assert len(warnings) == 1 and "disabled" in warnings[0], warnings
 
 
+def test_the_module_examples_hold():
+    import doctest
+
+    import countdown_rl.compiled_generation as module
+
+    assert doctest.testmod(module).failed == 0
+
+
 def test_generation_config_turns_compile_on_for_a_static_cache():
     from transformers import GenerationConfig
 
