@@ -1,7 +1,8 @@
 """``countdown-rl eval``: score a model, checkpoint, LoRA adapter or Hub id on held-out Countdown puzzles.
 
 1. Check the arguments (model path, budgets, sampling) and load the dataset's held-out split with the same
-   dedupe and split as training (:func:`countdown_rl.data.prepare_countdown`), so no training puzzle is scored.
+   dedupe and split as training (:func:`countdown_rl.data.prepare_countdown`), so no training puzzle is scored;
+   with ``--backend compiled``, check the tokenizer's pad/EOS ids and the static cache length against config.json.
    Every error here is one line, exit code 2, before any model is loaded.
 2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
    as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
@@ -214,6 +215,31 @@ def load_model(
     return loaded.to(device), tokenizer
 
 
+def compiled_generation_for(args: argparse.Namespace, puzzles: list[dict[str, Any]]):
+    """``--backend compiled``: the generator, its bucket sized from these prompts; the pad/EOS ids and the static
+    cache length checked from the tokenizer and config.json, before the weights load (UsageError, one line)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from countdown_rl.compiled_generation import check_generation_lengths
+    from countdown_rl.evaluation import _compiled_for, _prompts_for
+
+    path = Path(args.model).expanduser()
+    source = _adapter_base(path) if (path / ADAPTER_CONFIG).is_file() else args.model
+    tokenizer_source = args.model if (path / "tokenizer_config.json").is_file() or not path.exists() else source
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+        config = AutoConfig.from_pretrained(source)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--model {args.model}: {' '.join(str(err).split())[:200]}") from None
+    chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
+    compiled = _compiled_for(tokenizer, _prompts_for(puzzles, args.template), max(args.max_tokens), chat_kwargs)
+    try:
+        check_generation_lengths(tokenizer, config, compiled.buckets, max(args.max_tokens))
+    except ValueError as err:
+        raise UsageError(f"--backend compiled: {err}") from None
+    return compiled
+
+
 @contextmanager
 def _progress_bars(enabled: bool):
     """datasets (split, select) and transformers (weight loading) draw bars of their own: switch them off with
@@ -253,6 +279,7 @@ def _run(args: argparse.Namespace) -> int:
         check_args(args)
         backend = resolve_backend(args.backend, args.device)
         puzzles = load_puzzles(args)
+        compiled = compiled_generation_for(args, puzzles) if backend == "compiled" else None
     except UsageError as err:
         return _fail(str(err))
 
@@ -279,6 +306,7 @@ def _run(args: argparse.Namespace) -> int:
         backend=backend,
         chat_template_kwargs=chat_kwargs,
         show_progress=not args.no_progress,
+        compiled=compiled,
     )
     results = [result for result, _ in evaluated]
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir(args.model)

@@ -185,6 +185,22 @@ def test_eval_backend_auto_picks_plain_generate_on_the_cpu():
     assert build_parser().parse_args(["--model", "x", "--backend", "compiled"]).backend == "compiled"
 
 
+def test_eval_backend_compiled_checks_the_cache_length_before_loading(tiny_model_dir, puzzles, tmp_path, capsys,
+                                                                      monkeypatch):
+    import transformers
+
+    from countdown_rl.evaluate import main as eval_main
+
+    def tripwire(*args, **kwargs):
+        raise AssertionError("the model was loaded before the error was reported")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
+    code = eval_main(["--model", str(tiny_model_dir), "--dataset", str(puzzles), "--test-size", "16",
+                      "--max_tokens", "2000", "--backend", "compiled", "--output-dir", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--backend compiled" in err[0] and "2048" in err[0], err
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # 2. LoRA merge for generation
 # ---------------------------------------------------------------------------------------------------------------
