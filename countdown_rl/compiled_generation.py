@@ -52,6 +52,33 @@ BUCKET_MULTIPLE = 64  # automatic buckets and grown buckets are multiples of thi
 PROMPT_SAMPLE = 256  # training prompts tokenized to size the automatic bucket
 
 
+def reconcile_backend_keys(config) -> None:
+    """``CountdownGRPOConfig.__post_init__``: settle ``generation_backend`` against ``use_vllm`` (one-line errors).
+
+    Unset, the backend follows ``use_vllm``; ``vllm`` sets ``use_vllm``; ``use_vllm: true`` with another backend,
+    ``compiled`` with continuous batching, or buckets without ``compiled`` are clashes.
+    """
+    backend = config.generation_backend or ("vllm" if config.use_vllm else "transformers")
+    if backend not in GENERATION_BACKENDS:
+        raise ValueError(f"generation_backend must be one of {list(GENERATION_BACKENDS)}, got {backend!r}")
+    if config.use_vllm and backend != "vllm":
+        raise ValueError(f"use_vllm=True clashes with generation_backend={backend!r}; set one of them "
+                         "(generation_backend: vllm is the same as use_vllm: true)")
+    continuous = config.use_transformers_continuous_batching or config.use_transformers_paged
+    if backend == "compiled" and continuous:
+        raise ValueError("generation_backend='compiled' clashes with use_transformers_continuous_batching; "
+                         "use one of them")
+    buckets = config.generation_prompt_buckets
+    if buckets is not None:
+        if backend != "compiled":
+            raise ValueError(f"generation_prompt_buckets is only used by generation_backend 'compiled', not "
+                             f"{backend!r}")
+        if not buckets or min(buckets) <= 0:
+            raise ValueError(f"generation_prompt_buckets must be positive token counts, got {buckets}")
+    config.generation_backend = backend
+    config.use_vllm = backend == "vllm"
+
+
 def round_up(n: int, multiple: int) -> int:
     """The smallest multiple of ``multiple`` that is >= ``n`` (and > 0)."""
     return max(multiple, -(-int(n) // multiple) * multiple)

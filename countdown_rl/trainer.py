@@ -27,7 +27,14 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl import grpo
-from countdown_rl.compiled_generation import GENERATION_BACKENDS, WarmUpCallback
+from countdown_rl.compiled_generation import (
+    GENERATION_BACKENDS,
+    WarmUpCallback,
+    build_for_trainer,
+    generate_for_trainer,
+    reconcile_backend_keys,
+    trainer_generation_context,
+)
 from countdown_rl.verifier import Outcome, classify_outcome
 
 ALGORITHMS = {
@@ -145,25 +152,7 @@ class CountdownGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        backend = self.generation_backend or ("vllm" if self.use_vllm else "transformers")
-        if backend not in GENERATION_BACKENDS:
-            raise ValueError(f"generation_backend must be one of {list(GENERATION_BACKENDS)}, got {backend!r}")
-        if self.use_vllm and backend != "vllm":
-            raise ValueError(f"use_vllm=True clashes with generation_backend={backend!r}; set one of them "
-                             "(generation_backend: vllm is the same as use_vllm: true)")
-        continuous = self.use_transformers_continuous_batching or self.use_transformers_paged
-        if backend == "compiled" and continuous:
-            raise ValueError("generation_backend='compiled' clashes with use_transformers_continuous_batching; "
-                             "use one of them")
-        if self.generation_prompt_buckets is not None:
-            if backend != "compiled":
-                raise ValueError(f"generation_prompt_buckets is only used by generation_backend 'compiled', "
-                                 f"not {backend!r}")
-            if not self.generation_prompt_buckets or min(self.generation_prompt_buckets) <= 0:
-                raise ValueError(f"generation_prompt_buckets must be positive token counts, got "
-                                 f"{self.generation_prompt_buckets}")
-        self.generation_backend = backend
-        self.use_vllm = backend == "vllm"
+        reconcile_backend_keys(self)  # generation_backend vs use_vllm / continuous batching / buckets
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {self.algorithm!r}")
         preset_reduction, preset_std = ALGORITHMS[self.algorithm]
@@ -221,8 +210,6 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self._gathered_rewards_per_func: torch.Tensor | None = None
         self._compiled_generation = None
         if self.args.generation_backend == "compiled":
-            from countdown_rl.compiled_generation import build_for_trainer
-
             self._compiled_generation = build_for_trainer(self)
             self.add_callback(WarmUpCallback(self))
 
@@ -232,8 +219,6 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if gen is None or not gen.active or images is not None or multimodal_fields:
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
                                                  has_tool_images)
-        from countdown_rl.compiled_generation import generate_for_trainer
-
         completion_ids = generate_for_trainer(self, prompt_ids)
         if completion_ids is None:  # torch.compile could not run here: warned once, plain generate from now on
             return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
@@ -335,12 +320,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         model = self.accelerator.unwrap_model(self.model)
         compiled = self._compiled_generation
         compiled = compiled if compiled is not None and compiled.active else None
-        context = contextlib.nullcontext()
-        if compiled:  # generate as training does (same hooks: the same compiled graph)
-            from countdown_rl.compiled_generation import trainer_generation_context
-
-            context = trainer_generation_context(self)
-        with context:
+        # Compiled: generate in training's context (same hooks, so the same compiled graph).
+        with trainer_generation_context(self) if compiled else contextlib.nullcontext():
             _, samples = evaluate_puzzles(
                 model,
                 self.processing_class,
