@@ -47,6 +47,13 @@ weights (with their tokenizer), else transformers' ``generate``; the output says
 configuration runs in a fresh subprocess (a colocated engine does not tear down cleanly), and the memory cap
 applies to PyTorch's allocator only. The vLLM path could not be run where this was written (no GPU, no vllm).
 
+Compiled generation (``--generation compiled``): every configuration runs twice for ours, with plain
+``generate`` and with ``generation_backend: compiled`` (static cache + compiled decoding,
+``countdown_rl.compiled_generation``), side by side (stock TRL with plain ``generate`` unless ``--no-stock``).
+The trainer warms the compiled graph up before step 1, so the first compile is in its own column ("compile s"),
+not in the step times; "compiled/plain" gives the step and generation time ratios. On CPU
+(``--device cpu --model-size tiny``) this is a proxy only: the tiny model's decode step is overhead-bound.
+
 Output: a Markdown table (and ``--out results.json`` with every step). Example on a GPU machine::
 
     python benchmarks/gpu_profile.py --budgets 256 512 1024 --steps 3 --warmup 1 --out gpu_profile.json
@@ -80,6 +87,7 @@ RESULT_MARKER = "RESULT_JSON "
 COLUMNS = ["mode", "trainer", "G", "budget", "completions", "status", "step s", "gen s", "reward s",
            "other scoring s", "train s", "gen tok/s", "trained tok", "train TFLOP", "MFU %", "peak mem GiB",
            "ours/stock"]
+COMPILED_COLUMNS = ["compile s", "step compiled/plain", "gen compiled/plain"]  # added with --generation compiled
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -114,8 +122,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--rewards", nargs="+", default=["countdown"],
                         help="reward functions: project names and/or 'dense' (toy)")
     parser.add_argument("--no-stock", action="store_true", help="skip the stock-TRL runs (no overhead ratio)")
-    parser.add_argument("--generation", choices=["auto", "transformers", "vllm"], default="auto",
-                        help="generation backend; auto = vLLM when installed and on CUDA, else transformers")
+    parser.add_argument("--generation", choices=["auto", "transformers", "vllm", "compiled"], default="auto",
+                        help="generation backend; auto = vLLM when installed and on CUDA, else transformers; "
+                        "compiled = ours with plain generate and with generation_backend: compiled, side by side")
     parser.add_argument("--vllm-gpu-memory-utilization", type=float, default=0.3,
                         help="vLLM colocate memory share (capped LoRA runs use at most half the cap)")
     parser.add_argument("--isolate", action="store_true",
@@ -289,6 +298,8 @@ def run_config(spec: dict, args, source: ModelSource, backend: str, peak: float,
             peft_config = LoraConfig(r=args.lora_rank, lora_alpha=2 * args.lora_rank, lora_dropout=0.0,
                                      target_modules="all-linear", task_type="CAUSAL_LM")
         extra = {}
+        if spec.get("generation") == "compiled":
+            extra["generation_backend"] = "compiled"
         if backend == "vllm":
             share = args.vllm_gpu_memory_utilization
             if lora and cap is not None and cap < 1.0:
@@ -319,6 +330,11 @@ def run_config(spec: dict, args, source: ModelSource, backend: str, peak: float,
         trainer._generate_and_score_completions = count_tokens  # wrapped again below: counting is scoring time
         timer.instrument(trainer, ["training_step", "gen_and_score", "generate", "rewards"])
         trainer.train()
+        compiled = getattr(trainer, "_compiled_generation", None)
+        if compiled is not None:
+            row["compile_s"] = sum(compiled.compile_seconds.values())
+            if not compiled.active:
+                row["status"] = f"ok (compiled fell back: {compiled.fallback_reason[:60]})"
     except Exception as error:  # noqa: BLE001 - an OOM (or any failure) is a result of the sweep, not a crash
         first_line = (str(error).splitlines() or [""])[0][:120]
         row["status"] = "OOM" if is_oom(error) else f"error: {type(error).__name__}: {first_line}"
@@ -327,6 +343,10 @@ def run_config(spec: dict, args, source: ModelSource, backend: str, peak: float,
         if trainer is not None and getattr(trainer, "vllm_generation", None) is not None:
             trainer.vllm_generation = None
         trainer = model = None
+        if spec.get("generation") == "compiled":
+            # Compiled graphs are cached per code object (TRL's patched forward) and dynamo stops compiling after
+            # 8 entries: drop this configuration's graphs so the next one compiles afresh.
+            torch._dynamo.reset()
         gc.collect()
         if cuda:
             row["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
@@ -335,7 +355,7 @@ def run_config(spec: dict, args, source: ModelSource, backend: str, peak: float,
     row["memory_cap_gib"] = args.memory_cap_gib if (cuda and lora) else None
     steps = timer.measured(args.warmup)
     row["steps"] = steps
-    if row["status"] != "ok" or not steps:
+    if not row["status"].startswith("ok") or not steps:
         if row["status"] == "ok":
             row["status"] = "no measured step"
         return row
@@ -374,11 +394,17 @@ def run_isolated(spec: dict, argv: list[str], peak: float) -> dict:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def format_rows(rows: list[dict], cuda: bool) -> list[list[str]]:
+def trainer_label(spec: dict) -> str:
+    return spec["kind"] + ("+compiled" if spec.get("generation") == "compiled" else "")
+
+
+def format_rows(rows: list[dict], cuda: bool, compiled: bool = False) -> list[list[str]]:
     stock_step = {(r["mode"], r["group"], r["budget"]): r.get("step_s") for r in rows if r["kind"] == "stock"}
+    plain = {(r["mode"], r["group"], r["budget"]): r for r in rows
+             if r["kind"] == "ours" and r.get("generation") != "compiled" and r["status"] == "ok"}
     table = []
     for r in rows:
-        ok = r["status"] == "ok"
+        ok = r["status"].startswith("ok")
 
         def f(key, fmt, scale=1.0, r=r, ok=ok):
             return format(r[key] * scale, fmt) if ok and r.get(key) is not None else "-"
@@ -389,10 +415,17 @@ def format_rows(rows: list[dict], cuda: bool) -> list[list[str]]:
             ratio = f"{r['step_s'] / stock:.3f}"
         memory = f"{r['peak_mem_gib']:.1f}" if cuda and r.get("peak_mem_gib") is not None else "n/a"
         mode = r["mode"] + (f" (cap {r['memory_cap_gib']:g} GiB)" if r.get("memory_cap_gib") else "")
-        table.append([mode, r["kind"], str(r["group"]), str(r["budget"]), str(r["completions"]), r["status"],
-                      f("step_s", ".3f"), f("gen_s", ".3f"), f("reward_s", ".4f"), f("other_scoring_s", ".4f"),
-                      f("train_s", ".3f"), f("gen_tok_per_s", ".0f"), f("trained_tokens", ".0f"),
-                      f("train_flops", ".3g", 1e-12), f("mfu", ".2f", 100.0), memory, ratio])
+        cells = [mode, trainer_label(r), str(r["group"]), str(r["budget"]), str(r["completions"]), r["status"],
+                 f("step_s", ".3f"), f("gen_s", ".3f"), f("reward_s", ".4f"), f("other_scoring_s", ".4f"),
+                 f("train_s", ".3f"), f("gen_tok_per_s", ".0f"), f("trained_tokens", ".0f"),
+                 f("train_flops", ".3g", 1e-12), f("mfu", ".2f", 100.0), memory, ratio]
+        if compiled:
+            base = plain.get((r["mode"], r["group"], r["budget"]))
+            is_compiled = r.get("generation") == "compiled" and ok and base is not None
+            cells += [f("compile_s", ".1f"),
+                      f"{r['step_s'] / base['step_s']:.3f}" if is_compiled else "-",
+                      f"{r['gen_s'] / base['gen_s']:.3f}" if is_compiled else "-"]
+        table.append(cells)
     return table
 
 
@@ -415,7 +448,9 @@ def main(argv=None) -> int:
     has_vllm = importlib.util.find_spec("vllm") is not None
     if args.generation == "vllm" and not (has_vllm and cuda):
         raise SystemExit("--generation vllm needs vllm installed and --device cuda")
-    if args.generation != "auto":
+    if args.generation == "compiled":
+        backend, why = "transformers", "--generation compiled: ours with plain generate and compiled, side by side"
+    elif args.generation != "auto":
         backend, why = args.generation, f"--generation {args.generation}"
     elif not has_vllm:
         backend, why = "transformers", "vllm not installed"
@@ -446,6 +481,9 @@ def main(argv=None) -> int:
             for budget in args.budgets:
                 for kind in ("ours",) if args.no_stock else _common.TRAINER_KINDS:
                     specs.append({"mode": mode, "kind": kind, "group": group, "budget": budget})
+                    if kind == "ours" and args.generation == "compiled":
+                        specs.append({"mode": mode, "kind": kind, "group": group, "budget": budget,
+                                      "generation": "compiled"})
     print(f"# GRPO step profile on {device_name}: {source.description}; algorithm {args.algorithm}; "
           f"{args.prompts} prompts x G per step, micro-batch {args.micro_batch}; measured steps {args.steps} "
           f"after warm-up {args.warmup}; generation: {backend} ({why}); peak {peak / 1e12:.3g} TFLOP/s "
@@ -460,11 +498,12 @@ def main(argv=None) -> int:
             row = run_config(spec, args, source, backend, peak, workdir)
         rows.append(row)
         step = f"{row['step_s']:.3f} s/step" if row.get("step_s") is not None else ""
-        print(f"  {spec['mode']} {spec['kind']} G={spec['group']} budget={spec['budget']}: {row['status']} {step}",
-              flush=True)
+        print(f"  {spec['mode']} {trainer_label(spec)} G={spec['group']} budget={spec['budget']}: {row['status']} "
+              f"{step}", flush=True)
 
     print()
-    print(_common.markdown_table(COLUMNS, format_rows(rows, cuda)))
+    compiled = args.generation == "compiled"
+    print(_common.markdown_table(COLUMNS + (COMPILED_COLUMNS if compiled else []), format_rows(rows, cuda, compiled)))
     print(f"\nTimes are medians over measured steps. MFU: training-phase model FLOPs (k=3 full, k=2 LoRA) / train "
           f"time / measured peak {peak / 1e12:.3g} TFLOP/s. 'ours/stock' = step-time ratio. Generation: {backend} "
           f"({why}). Memory: {'torch.cuda.max_memory_allocated' if cuda else 'n/a on CPU'}"
@@ -475,7 +514,7 @@ def main(argv=None) -> int:
         fits = {}
         for r in lora_rows:  # a configuration fits when every trainer that ran it fitted
             key = f"G={r['group']} budget={r['budget']}"
-            fits[key] = fits.get(key, True) and r["status"] == "ok"
+            fits[key] = fits.get(key, True) and r["status"].startswith("ok")
         print(f"LoRA r={args.lora_rank} + gradient checkpointing {cap}: fits: "
               f"{', '.join(k for k, ok in fits.items() if ok) or 'none'}; does not fit / failed: "
               f"{', '.join(k for k, ok in fits.items() if not ok) or 'none'}.")
@@ -484,7 +523,7 @@ def main(argv=None) -> int:
             "device": device_name, "model": source.description, "generation": backend, "generation_reason": why,
             "peak_flops": peak, "peak_measurement": peak_how, "args": vars(args),
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "trl": trl.__version__},
-            "columns": COLUMNS,
+            "columns": COLUMNS + (COMPILED_COLUMNS if compiled else []),
         }
         Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     return 0

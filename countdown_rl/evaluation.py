@@ -246,6 +246,16 @@ def _prompts_for(task: Task, rows: Sequence[Mapping[str, Any]], template: str | 
     return [row["prompt"] if row.get("prompt") is not None else task.prompt(row, template) for row in rows]
 
 
+def _compiled_for(tokenizer, prompts: Sequence[Any], max_new_tokens: int, chat_template_kwargs):
+    """A ``CompiledGeneration`` whose one bucket holds the longest of these prompts (tokenized as ``generate`` does)."""
+    from countdown_rl.compiled_generation import CompiledGeneration, automatic_buckets
+    from countdown_rl.generation import _prompt_texts
+
+    texts = _prompt_texts(tokenizer, prompts, chat_template_kwargs)
+    lengths = [len(tokenizer(t, add_special_tokens=isinstance(p, str))["input_ids"]) for t, p in zip(texts, prompts)]
+    return CompiledGeneration(max_new_tokens=max_new_tokens, prompt_buckets=automatic_buckets(lengths))
+
+
 def _load_tokenizer(name_or_path):
     from transformers import AutoTokenizer
 
@@ -267,10 +277,12 @@ def evaluate_budgets(
     backend: str = "transformers",
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    compiled=None,
 ) -> list[tuple[BudgetResult, list[dict[str, Any]]]]:
     """Score ``puzzles`` (rows with the task's columns and optionally ``prompt``) at every budget from ONE
     generation at the largest budget; results in budget order. ``task`` is a task or its name (default
     countdown), ``template`` one of its prompt templates (default: the task's), used for rows without a prompt.
+    ``backend="compiled"`` uses ``compiled`` (a ``CompiledGeneration``; default: one sized for these prompts).
 
     A completion never sees its budget, so its first B tokens are what a run with ``max_new_tokens=B`` makes
     (the same batches, the same seed): cutting is exact for greedy decoding and for seeded sampling alike.
@@ -287,7 +299,10 @@ def evaluate_budgets(
     prompts = _prompts_for(task, puzzles, template)
     if tokenizer is None:  # vLLM: the engine's tokenizer, or the one saved with the model
         tokenizer = model.get_tokenizer() if hasattr(model, "get_tokenizer") else _load_tokenizer(model)
-    generator = generate if backend == "transformers" else generate_vllm
+    generator = generate_vllm if backend == "vllm" else generate
+    extra = {}
+    if backend == "compiled":
+        extra["compiled"] = compiled or _compiled_for(tokenizer, prompts, budgets[-1], chat_template_kwargs)
     completions = generator(
         model,
         tokenizer,
@@ -299,6 +314,7 @@ def evaluate_budgets(
         seed=seed,
         chat_template_kwargs=chat_template_kwargs,
         show_progress=show_progress,
+        **extra,
     )
     out = []
     for budget in budgets:
@@ -323,6 +339,7 @@ def evaluate_puzzles(
     backend: str = "transformers",
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    compiled=None,
 ) -> tuple[BudgetResult, list[dict[str, Any]]]:
     """Generate for ``puzzles`` (rows with the task's columns and optionally ``prompt``) and score them.
 
@@ -343,6 +360,7 @@ def evaluate_puzzles(
         backend=backend,
         chat_template_kwargs=chat_template_kwargs,
         show_progress=show_progress,
+        compiled=compiled,
     )
     return result, rows
 

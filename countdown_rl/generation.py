@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["BACKENDS", "Completion", "cut_to_budget", "generate", "generate_vllm"]
 
-BACKENDS = ("transformers", "vllm")
+BACKENDS = ("transformers", "compiled", "vllm")
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,7 @@ def generate(
     seed: int = 0,
     chat_template_kwargs: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    compiled=None,
 ) -> list[list[Completion]]:
     """Generate ``num_samples`` completions per prompt with ``model.generate``; one list per prompt.
 
@@ -122,6 +123,8 @@ def generate(
     1), else sampling. ``batch_size`` counts sequences (prompts x samples). The model is put in eval mode and its
     training mode is restored afterwards; the global RNG is left as it was (sampling uses a forked RNG seeded
     with ``seed``), so calling this mid-training changes nothing about training. A tqdm bar counts batches.
+    With ``compiled`` (a :class:`countdown_rl.compiled_generation.CompiledGeneration`) generation uses the static
+    cache and compiled decoding; the last batch is padded to a full one (its extra rows dropped).
     """
     import torch
     from tqdm.auto import tqdm
@@ -146,9 +149,18 @@ def generate(
     # training's random stream is untouched.
     cuda_devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     results: list[list[Completion]] = []
+    if compiled is not None:
+        from transformers import GenerationConfig
+
+        compiled_config = GenerationConfig(max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
+                                           pad_token_id=pad_id, eos_token_id=sorted(eos), **sampling)
+        compiled.warm_up(model, compiled_config, prompts_per_batch)
+        compiled = compiled if compiled.active else None
+    # no_grad rather than inference_mode for the compiled path: the graph compiled in training runs under no_grad.
+    grad_off = torch.no_grad if compiled is not None else torch.inference_mode
     try:
         model.eval()
-        with torch.random.fork_rng(devices=cuda_devices), torch.inference_mode():
+        with torch.random.fork_rng(devices=cuda_devices), grad_off():
             torch.manual_seed(seed)
             starts = range(0, len(texts), prompts_per_batch)
             for start in tqdm(starts, desc=f"generating ({max_new_tokens} tokens)", disable=not show_progress):
@@ -156,6 +168,12 @@ def generate(
                 # Tokenized as TRL does: plain text with the tokenizer's special tokens (e.g. BOS), chat-rendered
                 # text as it is (the template wrote them).
                 ids = [tokenizer(texts[i], add_special_tokens=isinstance(prompts[i], str))["input_ids"] for i in batch]
+                if compiled is not None:
+                    generated = compiled.generate(model, ids, compiled_config, rows=prompts_per_batch).tolist()
+                    for i in range(len(batch)):
+                        rows = generated[i * num_samples : (i + 1) * num_samples]
+                        results.append([_completion_from_ids(seq, eos, tokenizer) for seq in rows])
+                    continue
                 input_ids, attention_mask = _left_pad(ids, pad_id)
                 output = model.generate(
                     input_ids=input_ids.to(device),

@@ -9,6 +9,10 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
    TRL's k3 KL (with its bias-correction factor), the vLLM importance-sampling ratio, tool masks, MoE aux loss,
    division by the accumulation steps, and the entropy / KL / clip-ratio logs.
 
+3. Generation (``generation_backend: compiled`` only): ``_generate_single_turn`` generates through
+   ``countdown_rl.compiled_generation`` (static cache, compiled decoding, bucketed prompts); a callback warms the
+   compiled graph up at ``on_train_begin``, so its compile time is logged once and kept out of step 1.
+
 These hooks are private in TRL, so trl is pinned exactly and ``tests/test_trl_pin.py`` plus the parity tests
 against stock TRL trip on any change. The task (``task=``, any :class:`countdown_rl.tasks.base.Task`) only judges
 completions for metrics and the held-out evaluation; the rewards are TRL's reward functions as usual.
@@ -16,6 +20,7 @@ completions for metrics and the held-out evaluation; the rewards are TRL's rewar
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -24,6 +29,14 @@ from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl import grpo
 from countdown_rl.algorithms import ALGORITHMS
+from countdown_rl.compiled_generation import (
+    GENERATION_BACKENDS,
+    WarmUpCallback,
+    build_for_trainer,
+    generate_for_trainer,
+    reconcile_backend_keys,
+    trainer_generation_context,
+)
 from countdown_rl.tasks import Outcome
 
 # our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
@@ -116,7 +129,27 @@ class CountdownGRPOConfig(GRPOConfig):
         },
     )
 
+    generation_backend: str | None = field(
+        default=None,
+        metadata={
+            "help": "'transformers' (TRL's plain generate), 'compiled' (static cache sized once + torch.compile'd "
+            "decoding, prompts padded to buckets; falls back to plain generate where torch.compile cannot run) or "
+            "'vllm' (the same as use_vllm: true). Default: 'vllm' when use_vllm is set, else 'transformers'. "
+            "Setting both keys is fine when they agree; a clash is an error.",
+            "choices": [*GENERATION_BACKENDS, None],
+        },
+    )
+    generation_prompt_buckets: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "generation_backend 'compiled': prompt lengths (tokens) prompts are left-padded up to; the "
+            "static cache holds the largest + max_completion_length. Default: the longest of a sample of the "
+            "training and evaluation prompts, rounded up to a multiple of 64."
+        },
+    )
+
     def __post_init__(self):
+        reconcile_backend_keys(self)  # generation_backend vs use_vllm / continuous batching / buckets
         if self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {self.algorithm!r}")
         preset = ALGORITHMS[self.algorithm]
@@ -177,6 +210,22 @@ class CountdownGRPOTrainer(GRPOTrainer):
             raise TypeError(f"CountdownGRPOTrainer needs a CountdownGRPOConfig, got {type(self.args).__name__}")
         self.task = task
         self._gathered_rewards_per_func: torch.Tensor | None = None
+        self._compiled_generation = None
+        if self.args.generation_backend == "compiled":
+            self._compiled_generation = build_for_trainer(self)
+            self.add_callback(WarmUpCallback(self))
+
+    # -- generation (generation_backend: compiled) ----------------------------------------------------------
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        gen = self._compiled_generation
+        if gen is None or not gen.active or images is not None or multimodal_fields:
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        completion_ids = generate_for_trainer(self, prompt_ids)
+        if completion_ids is None:  # torch.compile could not run here: warned once, plain generate from now on
+            return super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
+                                                 has_tool_images)
+        return completion_ids, None
 
     # -- advantages -------------------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -277,21 +326,28 @@ class CountdownGRPOTrainer(GRPOTrainer):
             raise ValueError("evaluate_task needs the trainer's task (CountdownGRPOTrainer(..., task=get_task(name)))")
         shard = dataset.shard(self.accelerator.num_processes, self.accelerator.process_index, contiguous=True)
         model = self.accelerator.unwrap_model(self.model)
-        _, samples = evaluate_puzzles(
-            model,
-            self.processing_class,
-            list(shard),
-            max_tokens=self.max_completion_length,
-            task=self.task,
-            batch_size=self.args.per_device_eval_batch_size,
-            chat_template_kwargs=self.chat_template_kwargs,
-            show_progress=final,
-        )
+        compiled = self._compiled_generation
+        compiled = compiled if compiled is not None and compiled.active else None
+        # Compiled: generate in training's context (same hooks, so the same compiled graph).
+        with trainer_generation_context(self) if compiled else contextlib.nullcontext():
+            _, samples = evaluate_puzzles(
+                model,
+                self.processing_class,
+                list(shard),
+                max_tokens=self.max_completion_length,
+                task=self.task,
+                batch_size=self.args.per_device_eval_batch_size,
+                chat_template_kwargs=self.chat_template_kwargs,
+                show_progress=final,
+                backend="compiled" if compiled else "transformers",
+                compiled=compiled,
+            )
         samples = gather_object(samples)
         result = summarise(samples, max_tokens=self.max_completion_length, num_samples=1)
         if final and self.accelerator.is_main_process:
             meta = {"task": self.task.name, "model": self.args.output_dir, "split": "test",
-                    "num_puzzles": len(dataset), "temperature": 0.0, "num_samples": 1, "backend": "transformers",
+                    "num_puzzles": len(dataset), "temperature": 0.0, "num_samples": 1,
+                    "backend": "compiled" if compiled else "transformers",
                     "stage": "final"}
             write_eval_outputs(os.path.join(self.args.output_dir, "eval"), [result],
                                {self.max_completion_length: samples}, meta)

@@ -2,6 +2,8 @@
 
 * ``benchmarks/gpu_profile.py --device cpu --model-size tiny``: every table column, a row per configuration,
   and sane values (phases adding up to the step, MFU in (0, 1), tokens within the budget, memory n/a on CPU).
+* ``benchmarks/gpu_profile.py --generation compiled``: plain and compiled generation side by side, with the
+  compile time and the compiled/plain ratios (the compiled row must not have fallen back).
 * ``benchmarks/trainer_overhead.py --quick``: prints the ours/stock step-time ratio of grpo and dr_grpo.
 """
 
@@ -77,6 +79,19 @@ def test_gpu_profile_cpu_smoke(tmp_path):
         assert r["trained_tokens"] > r["completion_tokens"]  # prompts count too
         assert r["gen_tok_per_s"] > 0 and r["train_flops"] > 0 and 0 < r["mfu"] < 1
         assert r.get("peak_mem_gib") is None  # CPU: no CUDA memory figure
+
+
+@pytest.mark.slow
+def test_gpu_profile_compiled_generation_side_by_side_on_cpu():
+    stdout = _run("gpu_profile.py", "--device", "cpu", "--model-size", "tiny", "--generation", "compiled",
+                  "--modes", "full", "--budgets", "8", "--steps", "1", "--warmup", "1", "--prompts", "2", "--no-stock")
+    header, rows = _table(stdout)
+    assert header == GPU_PROFILE_COLUMNS + ["compile s", "step compiled/plain", "gen compiled/plain"]
+    cells = {row[1]: dict(zip(header, row, strict=True)) for row in rows}
+    assert set(cells) == {"ours", "ours+compiled"}
+    assert cells["ours"]["compile s"] == "-" and cells["ours+compiled"]["status"] == "ok"  # no fallback
+    assert float(cells["ours+compiled"]["compile s"]) > 0
+    assert 0.1 < float(cells["ours+compiled"]["step compiled/plain"]) < 10
 
 
 @pytest.mark.slow

@@ -16,6 +16,9 @@ PINNED_HOOKS = {
     "_calculate_rewards": ["self", "inputs", "prompts", "completions", "completion_ids_list"],
     "_generate_and_score_completions": ["self", "inputs"],
     "_compute_loss": ["self", "model", "inputs"],
+    # generation_backend: compiled
+    "_generate_single_turn": ["self", "prompt_ids", "images", "multimodal_fields", "num_generations",
+                              "has_tool_images"],
 }
 
 
@@ -38,3 +41,15 @@ def test_helpers_we_call_still_exist_with_the_arguments_we_pass():
     assert 'self._logs["advantages"].extend(' in source
     assert '"advantages": advantages' in source
     assert "self._calculate_rewards(" in source
+
+
+def test_what_the_compiled_generation_backend_relies_on():
+    # Sizes the automatic prompt bucket with TRL's own prompt tokenization.
+    assert list(inspect.signature(GRPOTrainer._tokenize_prompts).parameters) == ["self", "prompts"]
+    # The plain path's GenerationConfig (sampling, EOS, pad, budget) is what the compiled path copies, with
+    # compilation switched back on; and completions are cut after the first EOS in self.eos_token_ids.
+    init = inspect.getsource(GRPOTrainer.__init__)
+    assert "self.generation_config = GenerationConfig(**generation_kwargs, disable_compile=True)" in init
+    assert "self.eos_token_ids" in init
+    single = inspect.getsource(GRPOTrainer._generate_single_turn)
+    assert "completion_mask = (sequence_indices <= eos_idx.unsqueeze(1)).int()" in single

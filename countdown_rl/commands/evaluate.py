@@ -2,7 +2,8 @@
 
 1. Check the arguments (model path, budgets, sampling, task and its options) and load the dataset's held-out
    split with the same data keys, dedupe and split as training (:class:`countdown_rl.data.DataArguments`, whose
-   fields are this command's data flags), so no training row is scored. Every error here is one line, exit
+   fields are this command's data flags), so no training row is scored; with ``--backend compiled``, check the
+   tokenizer's pad/EOS ids and the static cache length against config.json. Every error here is one line, exit
    code 2, before any model is loaded.
 2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
    as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
@@ -79,8 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score only the first N held-out puzzles (default: all)")
     p.add_argument("--max_tokens", "--max-tokens", dest="max_tokens", type=int, nargs="+", default=[256, 512, 1024],
                    help="token budgets (max new tokens); one generation serves all (default: 256 512 1024)")
-    p.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto",
-                   help="auto: vllm when installed and CUDA is available, else transformers")
+    p.add_argument("--backend", choices=["auto", "vllm", "compiled", "transformers"], default="auto",
+                   help="auto: vllm when installed and CUDA is available, else compiled (static cache + "
+                   "torch.compile) on CUDA, else transformers")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--num_samples", "--num-samples", dest="num_samples", type=int, default=1,
                    help="samples per puzzle for pass@k (needs --temperature > 0)")
@@ -117,18 +119,49 @@ def default_output_dir(model: str) -> Path:
     return Path("eval_results") / re.sub(r"[^\w.-]+", "_", model.replace("/", "__"))
 
 
-def resolve_backend(backend: str) -> str:
-    """``auto`` -> ``vllm`` when vllm is importable and CUDA is available, else ``transformers``."""
+def resolve_backend(backend: str, device: str | None = None) -> str:
+    """``auto`` -> ``vllm`` (installed, CUDA), else ``compiled`` on CUDA, else ``transformers``.
+
+    ``compiled`` is not picked on the CPU: it runs there (inductor), but compiling costs more than it saves.
+    """
     has_vllm = importlib.util.find_spec("vllm") is not None
     if backend == "vllm" and not has_vllm:
         raise UsageError("--backend vllm: vllm is not installed (pip install 'countdown-rl[vllm]', CUDA GPU only)")
     if backend != "auto":
         return backend
-    if not has_vllm:
-        return "transformers"
     import torch
 
-    return "vllm" if torch.cuda.is_available() else "transformers"
+    cuda = torch.cuda.is_available() and (device is None or device.startswith("cuda"))
+    if not cuda:
+        return "transformers"
+    return "vllm" if has_vllm else "compiled"
+
+
+def compiled_generation_for(args: argparse.Namespace, puzzles: list[dict[str, Any]]):
+    """``--backend compiled``: the generator, its bucket sized from these prompts; the pad/EOS ids and the static
+    cache length checked from the tokenizer and config.json, before the weights load (UsageError, one line)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from countdown_rl.compiled_generation import check_generation_lengths
+    from countdown_rl.evaluation import _compiled_for, _prompts_for
+
+    path = Path(args.model).expanduser()
+    source = _adapter_base(path) if (path / ADAPTER_CONFIG).is_file() else args.model
+    tokenizer_source = args.model if (path / "tokenizer_config.json").is_file() or not path.exists() else source
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+        config = AutoConfig.from_pretrained(source)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--model {args.model}: {' '.join(str(err).split())[:200]}") from None
+    chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
+    task = data_arguments(args).get_task()
+    prompts = _prompts_for(task, puzzles, args.prompt_template)
+    compiled = _compiled_for(tokenizer, prompts, max(args.max_tokens), chat_kwargs)
+    try:
+        check_generation_lengths(tokenizer, config, compiled.buckets, max(args.max_tokens))
+    except ValueError as err:
+        raise UsageError(f"--backend compiled: {err}") from None
+    return compiled
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -270,8 +303,9 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
-        backend = resolve_backend(args.backend)
+        backend = resolve_backend(args.backend, args.device)
         puzzles = load_puzzles(args)
+        compiled = compiled_generation_for(args, puzzles) if backend == "compiled" else None
     except UsageError as err:
         return _fail(str(err))
 
@@ -299,6 +333,7 @@ def _run(args: argparse.Namespace) -> int:
         backend=backend,
         chat_template_kwargs=chat_kwargs,
         show_progress=not args.no_progress,
+        compiled=compiled,
     )
     results = [result for result, _ in evaluated]
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir(args.model)

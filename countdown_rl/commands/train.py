@@ -196,6 +196,21 @@ def main(argv: list[str] | None = None) -> int:
         model_args.model_name_or_path, revision=model_args.model_revision,
         trust_remote_code=training_args.trust_remote_code,
     )
+    if training_args.generation_backend == "compiled":  # pad/EOS ids and the static cache, before the weights load
+        from transformers import AutoConfig
+
+        from countdown_rl.compiled_generation import check_generation_lengths
+
+        try:
+            check_generation_lengths(
+                tokenizer,
+                AutoConfig.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision,
+                                           trust_remote_code=training_args.trust_remote_code),
+                training_args.generation_prompt_buckets,
+                training_args.max_completion_length,
+            )
+        except ValueError as err:
+            return _error(err)
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(
         model_args.model_name_or_path,
