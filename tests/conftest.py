@@ -20,3 +20,16 @@ def tiny_model_dir(tmp_path_factory):
     from countdown_rl.tiny import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", size="test", seed=0)
+
+
+@pytest.fixture
+def no_loading(monkeypatch):
+    """Tripwires on transformers' loaders: a test using this fails if a command gets as far as loading a model
+    or tokenizer (its errors must come before)."""
+    import transformers
+
+    def tripwire(*args, **kwargs):
+        raise AssertionError("a model or tokenizer was loaded before the error was reported")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tripwire)

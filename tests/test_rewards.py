@@ -19,6 +19,7 @@ from countdown_rl.tasks.countdown.rewards import (
     graduated_reward,
     length_aware_reward,
 )
+from tests.helpers.trl_calls import trl_reward_call
 
 CORRECT = "Let me think.</think>\n<answer>(79 - (60 - 17))</answer>"
 WRONG = "Let me think.</think>\n<answer>(79 + 60) + 17</answer>"
@@ -26,32 +27,11 @@ NO_TAG = "Let me think.</think>\nThe final answer is 62."
 NUMS, TARGET = [79, 17, 60], 36
 
 
-class MetricLog:
-    """A stand-in for TRL's ``log_metric``: records every call."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, float]] = []
-
-    def __call__(self, name: str, value: float) -> None:
-        self.calls.append((name, value))
-
-
 def trl_call(func, completions, nums, target, **extra):
     """Call ``func`` with every keyword TRL 1.16's GRPOTrainer passes to a sync reward function."""
-    n = len(completions)
-    kwargs = {
-        "prompts": ["Using [79, 17, 60] make 36. <think>"] * n,
-        "completions": completions,
-        "completion_ids": [[1] * 50] * n,
-        "nums": nums,
-        "target": target,
-        "prompt_id": list(range(n)),  # any other dataset column
-        "trainer_state": object(),
-        "log_extra": lambda column, values: None,
-        "log_metric": MetricLog(),
-    }
-    kwargs.update(extra)
-    return func(**kwargs), kwargs["log_metric"]
+    columns = {"nums": nums, "target": target, "prompt_id": list(range(len(completions)))}  # + any other column
+    return trl_reward_call(func, completions, columns, prompt="Using [79, 17, 60] make 36. <think>",
+                           completion_tokens=50, **extra)
 
 
 def test_countdown_reward_examples():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -25,41 +24,16 @@ from countdown_rl.tasks.format_copy import (
     judge_completion,
     parse_integer,
 )
+from tests.helpers.trl_calls import timed, trl_reward_call
 
 # A bound on work, not a benchmark: linear scans of 100 KB take milliseconds; a quadratic one takes minutes.
 BOUND_SECONDS = 1.0
 
 
-class MetricLog:
-    """A stand-in for TRL's ``log_metric``: records every call."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, float]] = []
-
-    def __call__(self, name: str, value: float) -> None:
-        self.calls.append((name, value))
-
-
 def trl_call(func, completions, number, **extra):
     """Call ``func`` with every keyword TRL 1.16's GRPOTrainer passes to a sync reward function."""
-    n = len(completions)
-    kwargs = {
-        "prompts": ["Number: 4821\n"] * n,
-        "completions": completions,
-        "completion_ids": [[1] * 8] * n,
-        "number": number,
-        "trainer_state": object(),
-        "log_extra": lambda column, values: None,
-        "log_metric": MetricLog(),
-    }
-    kwargs.update(extra)
-    return func(**kwargs), kwargs["log_metric"]
-
-
-def timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return result, time.perf_counter() - start
+    return trl_reward_call(func, completions, {"number": number}, prompt="Number: 4821\n", completion_tokens=8,
+                           **extra)
 
 
 # -------------------------------------------------------------------------------------------------- parsing

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import pickle
 import re
-import time
 from fractions import Fraction
 
 import pytest
@@ -30,6 +29,7 @@ from countdown_rl.tasks.gsm8k import (
     judge_completion,
     parse_number,
 )
+from tests.helpers.trl_calls import timed, trl_reward_call
 
 # A bound on work, not a benchmark: linear scans of 100 KB take milliseconds; a quadratic one takes minutes.
 BOUND_SECONDS = 1.0
@@ -42,38 +42,12 @@ REAL_ROW = {
 GOLD_ROW = {"question": REAL_ROW["question"], "gold": "72"}
 
 
-class MetricLog:
-    """A stand-in for TRL's ``log_metric``: records every call."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, float]] = []
-
-    def __call__(self, name: str, value: float) -> None:
-        self.calls.append((name, value))
-
-
 def trl_call(func, completions, gold, **extra):
     """Call ``func`` with every keyword TRL 1.16's GRPOTrainer passes to a sync reward function."""
     n = len(completions)
-    kwargs = {
-        "prompts": ["How many clips?"] * n,
-        "completions": completions,
-        "completion_ids": [[1] * 20] * n,
-        "gold": gold,
-        "question": ["How many clips?"] * n,  # the other dataset columns come along too
-        "answer": ["#### 72"] * n,
-        "trainer_state": object(),
-        "log_extra": lambda column, values: None,
-        "log_metric": MetricLog(),
-    }
-    kwargs.update(extra)
-    return func(**kwargs), kwargs["log_metric"]
-
-
-def timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return result, time.perf_counter() - start
+    # the other dataset columns come along too
+    columns = {"gold": gold, "question": ["How many clips?"] * n, "answer": ["#### 72"] * n}
+    return trl_reward_call(func, completions, columns, prompt="How many clips?", completion_tokens=20, **extra)
 
 
 # ------------------------------------------------------------------------------------------------- numbers

@@ -69,18 +69,6 @@ def puzzles(tmp_path_factory):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def no_loading(monkeypatch):
-    """Tripwires on transformers' loaders: a test using this fails if main() gets as far as loading a model."""
-    import transformers
-
-    def tripwire(*args, **kwargs):
-        raise AssertionError("a model or tokenizer was loaded before the error was reported")
-
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
-    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tripwire)
-
-
 def one_error_line(capsys) -> str:
     err = capsys.readouterr().err
     assert "Traceback" not in err

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from fractions import Fraction
 
 import pytest
@@ -29,15 +28,11 @@ from countdown_rl.tasks.countdown.verifier import (
     uses_numbers_exactly,
     validate_numbers,
 )
+from tests.helpers.trl_calls import timed
 
 # Loose on purpose: these only catch super-linear blow-ups (seconds to hours), not measure speed.
 SLOW_SECONDS = 5.0
 
-
-def timed(fn, *args):
-    start = time.perf_counter()
-    result = fn(*args)
-    return result, time.perf_counter() - start
 
 
 # ---------------------------------------------------------------------------------------------- extraction
