@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate": ("countdown_rl.commands.generate:main", "write a task's offline rows (e.g. solvable puzzles) to JSONL"),
     "verify": ("countdown_rl.commands.verify:main", "judge one completion against a task's row (answer, outcome, reward)"),
     "warmup": ("countdown_rl.commands.warmup:main", "tiny offline model + a short SFT on a task's rows (start of CPU recipes)"),
+    "sweep": ("countdown_rl.commands.sweep:main", "run a sweep of training runs from one spec, or write its SLURM job array"),
     "demo": ("countdown_rl.commands.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
     "push": ("countdown_rl.hub:main", "push a finished run directory (model, card, eval files) to the Hub"),
 }

@@ -38,6 +38,7 @@ from typing import Any
 
 from countdown_rl.algorithms import ALGORITHMS, display_name
 from countdown_rl.files import write_json_atomic
+from countdown_rl.pipeline import progress_callback
 from countdown_rl.runs import FINAL_EVAL_DIR, ZERO_SHOT_DIR, RunRecord, read_run_record
 
 PROG = "countdown-rl demo"
@@ -181,30 +182,6 @@ def _header(text: str) -> None:
     print(f"\n== {text} ==", flush=True)
 
 
-def _progress_callback(every: int):
-    """A callback printing one short line per ``every`` steps (and per evaluation) instead of the Trainer's
-    full log dicts, which run to dozens of keys per step under GRPO."""
-    from transformers import TrainerCallback
-
-    class _ShortProgress(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if not state.is_world_process_zero or not logs:
-                return
-            step, total = state.global_step, state.max_steps
-            if "eval_accuracy" in logs:
-                print(f"  step {step}/{total}: held-out accuracy {100 * logs['eval_accuracy']:.1f}% "
-                      f"(greedy, in-training subset)", flush=True)
-            elif "loss" in logs and (step % every == 0 or step == total):
-                if "reward" in logs:
-                    print(f"  step {step}/{total}: reward {logs['reward']:.3f}, sampled correct "
-                          f"{100 * logs.get('outcomes/correct', 0.0):.1f}%, mean length "
-                          f"{logs.get('completions/mean_length', 0.0):.1f} tokens", flush=True)
-                else:
-                    print(f"  step {step}/{total}: loss {logs['loss']:.3f}", flush=True)
-
-    return _ShortProgress()
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Stages
 # --------------------------------------------------------------------------------------------------------------
@@ -265,7 +242,7 @@ def sft_warmup(
 
     examples = [{"prompt": build_prompt(p["nums"], p["target"], "r1_zero"), "completion": completion(p)}
                 for p in puzzles]
-    callbacks = [_progress_callback(max(1, steps // 10))] if show_progress else []
+    callbacks = [progress_callback(max(1, steps // 10))] if show_progress else []
     return sft_warmup_examples(base_dir, out_dir, examples, steps=steps, batch_size=batch_size,
                                learning_rate=learning_rate, seed=seed, callbacks=callbacks)
 
@@ -405,7 +382,7 @@ def grpo_train(
         reward_funcs=[reward],
         eval_dataset=eval_ds,
         resume_from_checkpoint=checkpoint,
-        callbacks=[_progress_callback(max(1, steps // 10))] if show_progress else (),
+        callbacks=[progress_callback(max(1, steps // 10))] if show_progress else (),
         quiet=True,
     )
     return {

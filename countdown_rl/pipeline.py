@@ -30,7 +30,31 @@ if TYPE_CHECKING:
     from countdown_rl.tasks.base import Task
     from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
-__all__ = ["TrainedRun", "TrainerSetupError", "train_grpo"]
+__all__ = ["TrainedRun", "TrainerSetupError", "progress_callback", "train_grpo"]
+
+
+def progress_callback(every: int, prefix: str = " "):
+    """A callback printing one short line per ``every`` steps (and per evaluation), ``<prefix> step k/N: ...``,
+    instead of the Trainer's full log dicts, which run to dozens of keys per step under GRPO."""
+    from transformers import TrainerCallback
+
+    class ShortProgress(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs:
+                return
+            step, total = state.global_step, state.max_steps
+            if "eval_accuracy" in logs:
+                print(f"{prefix} step {step}/{total}: held-out accuracy {100 * logs['eval_accuracy']:.1f}% "
+                      f"(greedy, in-training subset)", flush=True)
+            elif "loss" in logs and (step % every == 0 or step == total):
+                if "reward" in logs:
+                    print(f"{prefix} step {step}/{total}: reward {logs['reward']:.3f}, sampled correct "
+                          f"{100 * logs.get('outcomes/correct', 0.0):.1f}%, mean length "
+                          f"{logs.get('completions/mean_length', 0.0):.1f} tokens", flush=True)
+                else:
+                    print(f"{prefix} step {step}/{total}: loss {logs['loss']:.3f}", flush=True)
+
+    return ShortProgress()
 
 
 class TrainerSetupError(ValueError):

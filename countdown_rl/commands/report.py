@@ -1,4 +1,8 @@
-"""``countdown-rl report RUN_DIR... --out REPORT_DIR``: tables, plots and samples from training runs."""
+"""``countdown-rl report RUN_DIR... --out REPORT_DIR``: tables, plots and samples from training runs.
+
+``countdown-rl report SWEEP_DIR`` (a sweep's output_root, holding ``sweep.json``): the sweep's summary table and one
+figure per axis (:mod:`countdown_rl.sweep_report`), into ``SWEEP_DIR/report`` unless ``--out`` says otherwise.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 
 from countdown_rl.one_line import OneLineArgumentParser
 from countdown_rl.report import PLOTS, ReportError, write_report
+from countdown_rl.sweep_report import is_sweep_dir, write_sweep_report
 
 PROG = "countdown-rl report"
 
@@ -16,8 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl report`` argument parser."""
     p = OneLineArgumentParser(prog=PROG, description="Tables, plots and samples from training run directories.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
-                   help="training output_dir (trainer_state.json, run_info.json, eval/, zero_shot/)")
-    p.add_argument("--out", default="report", help="report folder (default: report)")
+                   help="training output_dir (trainer_state.json, run_info.json, eval/, zero_shot/), or one sweep's "
+                   "output_root (sweep.json)")
+    p.add_argument("--out", default=None, help="report folder (default: report; for a sweep <sweep dir>/report)")
     p.add_argument("--samples", type=int, default=2, help="successes and failures shown per run (default 2)")
     return p
 
@@ -25,6 +31,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``countdown-rl report``; returns the exit code."""
     args = build_parser().parse_args(argv)
+    sweeps = [d for d in args.run_dirs if is_sweep_dir(d)]
+    if sweeps:
+        if len(args.run_dirs) > 1:
+            print(f"{PROG}: error: {sweeps[0]} is a sweep: report it alone", file=sys.stderr)
+            return 2
+        out = Path(args.out or Path(sweeps[0]) / "report")
+        try:
+            sweep = write_sweep_report(sweeps[0], out)
+        except (ReportError, ValueError, FileNotFoundError) as err:
+            print(f"{PROG}: error: {err}", file=sys.stderr)
+            return 2
+        print((out / "sweep.md").read_text(encoding="utf-8"))
+        print(f"wrote the report of {len(sweep.results)} run(s) to {out}/: sweep.md, sweep.csv and the figures")
+        return 0
+    args.out = args.out or "report"
     try:
         runs = write_report(args.run_dirs, args.out, samples_per_kind=max(0, args.samples))
     except (ReportError, ValueError, FileNotFoundError) as err:

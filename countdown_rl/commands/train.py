@@ -13,6 +13,7 @@ Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_
 5. Around training (:mod:`countdown_rl.reliability`): the output directory is never reused silently (``resume``,
    ``overwrite_output_dir``), checkpoints are atomic, SIGTERM/SIGINT/SIGUSR1 save a checkpoint and exit 75, a
    non-finite step stops the run (or is skipped), and ``run_info.json`` records the recipe and the run's status.
+   Under ``countdown-rl sweep`` (which sets ``COUNTDOWN_RL_SWEEP_RUN``) one short progress line per logged step.
 
 Every error found before loading is one line on stderr, ``countdown-rl train: error: ...``, and exit code 2.
 """
@@ -20,6 +21,7 @@ Every error found before loading is one line on stderr, ``countdown-rl train: er
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from pathlib import Path
 from countdown_rl.data import DataArguments
 from countdown_rl.reliability import prepare_run
 from countdown_rl.run_record import ReliabilityArguments
+from countdown_rl.sweeps import PROGRESS_ENV
 
 logger = logging.getLogger("countdown_rl.train")
 
@@ -174,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from countdown_rl.data import prepare_data
     from countdown_rl.hub import check_model_source, failed_push_message
-    from countdown_rl.pipeline import TrainerSetupError, train_grpo
+    from countdown_rl.pipeline import TrainerSetupError, progress_callback, train_grpo
     from countdown_rl.run_record import set_status
     from countdown_rl.runs import RunRecord
 
@@ -222,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     eval_subset = test_ds.select(range(min(script_args.eval_subset_size, len(test_ds))))
     dataset = script_args.dataset_name or task.default_dataset
     record = RunRecord(model=model_args.model_name_or_path, dataset=dataset, data=info.as_dict())
+    # Under `countdown-rl sweep`: one short line per logged step, "[sweep i/n name] step k/N: ..."
+    sweep_progress = [progress_callback(1, f"[sweep {os.environ[PROGRESS_ENV]}]")] if PROGRESS_ENV in os.environ else []
     try:
         run = train_grpo(
             model,
@@ -236,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             resume_from_checkpoint=checkpoint,
             plan=plan,
             non_finite=script_args.non_finite,
+            callbacks=sweep_progress,
         )
     except TrainerSetupError as err:  # e.g. lora_target_modules that match no layer: one line, nothing written
         return _error(err)
