@@ -76,7 +76,7 @@ def spec_for(name: str, axes: dict, overrides: dict, per_rollout: list[int], bas
     rollouts, every = args.rollouts, max(1, args.rollouts // 10)
     return {
         "name": f"seed002-{name}", "base": str(base), "output_root": str(out / "runs" / name), "mode": "zip",
-        "seeds": args.seeds, "overrides": overrides,
+        "seeds": args.seeds, "overrides": overrides, "label_axes": list(axes),
         "axes": {**axes, "max_steps": [k * rollouts for k in per_rollout],
                  "eval_steps": [k * every for k in per_rollout], "save_steps": [k * rollouts // 2 or 1 for k in per_rollout],
                  "logging_steps": list(per_rollout)},
@@ -128,7 +128,7 @@ def summarise(out: Path, names: list[str], args, wall: float) -> str:
         for point in sweep.points():
             numbers = [run_numbers(r) for r in sweep.of_point(point) if r.accuracy is not None]
             data[name][point] = numbers
-            label = point.split(",max_steps=")[0]
+            label = sweep.of_point(point)[0].label
             rows.append([label, len(numbers)] + [_agg([n[k] for n in numbers]) for k in
                                                  ("final", "best", "max_drop", "rollout_reward", "clip", "max_kl")])
         sections += [f"## {name}", "", render_markdown_table(
@@ -162,19 +162,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time (default 1: one after another)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads per run (default 2)")
     parser.add_argument("--prepare-only", action="store_true", help="warm-up, recipe and specs; run nothing")
-    parser.add_argument("--quick", action="store_true", help="smoke check: 20 warm-up steps, 2 rollouts, 1 seed, "
-                        "the micro_batch sweep")
+    parser.add_argument("--quick", action="store_true", help="smoke check: 20 warm-up steps, 1 rollout, 1 seed, "
+                        "2 points of the micro_batch sweep side by side")
     args = parser.parse_args(argv)
-    if args.quick:
-        args.rollouts, args.seeds = 2, args.seeds[:1]
+    if args.quick:  # the micro_batch sweep's first and last points, side by side: two short runs
+        args.rollouts, args.seeds, args.jobs = 1, args.seeds[:1], max(args.jobs, 2)
         args.sweeps = args.sweeps or ["micro_batch"]
     started = time.time()
     out = Path(args.output_dir)
     model = warm_up(out, 20 if args.quick else WARMUP["steps"])
     base = write_yaml(out / "base.yaml", base_recipe(model, args))
     names = args.sweeps or list(sweeps())
-    specs = [write_yaml(out / "specs" / f"{name}.yaml", spec_for(name, *sweeps()[name], base, out, args))
-             for name in names]
+    specs = []
+    for name in names:
+        spec = spec_for(name, *sweeps()[name], base, out, args)
+        if args.quick:
+            spec["axes"] = {key: [values[0], values[-1]] for key, values in spec["axes"].items()}
+        specs.append(write_yaml(out / "specs" / f"{name}.yaml", spec))
     if args.prepare_only:
         from countdown_rl.sweeps import prepare
 

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke check: tiny sizes, 3 steps, 1 seed")
     args = parser.parse_args(argv)
     if args.quick:
-        args.steps, args.seeds = args.steps or 2, args.seeds[:1]
+        args.steps, args.seeds, args.jobs = args.steps or 2, args.seeds[:1], max(args.jobs, 2)
         args.variants = args.variants or ["masked_mean_std", "constant_no_std"]
     started = time.time()
     out = Path(args.output_dir)

@@ -29,15 +29,16 @@ from countdown_rl.files import render_markdown_table, write_atomic
 from countdown_rl.report import Run, ReportError, _save, load_run, series
 
 SWEEP_FILE = "sweep.json"
-# (panel title, metric in the log history, is an eval metric, shown in percent)
+# (panel title, metric in the log history, is an eval metric, shown in percent, log scale)
 PANELS = (
-    ("held-out accuracy (greedy)", "accuracy", True, True),
-    ("rollout reward", "reward", False, False),
-    ("KL to the reference", "kl", False, False),
-    ("clip fraction", "clip_ratio/region_mean", False, False),
-    ("gradient norm", "grad_norm", False, False),
+    ("held-out accuracy (greedy)", "accuracy", True, True, False),
+    ("rollout reward", "reward", False, False, False),
+    ("KL to the reference", "kl", False, False, False),
+    ("clip fraction", "clip_ratio/region_mean", False, False, False),
+    # log: a large KL coefficient multiplies the gradient by orders of magnitude (before clipping)
+    ("gradient norm (log scale)", "grad_norm", False, False, True),
 )
-CSV_COLUMNS = ["point", "seeds", "finished", "accuracy_mean_pct", "accuracy_sd_pct", "eval_reward_mean",
+CSV_COLUMNS = ["point", "label", "seeds", "finished", "accuracy_mean_pct", "accuracy_sd_pct", "eval_reward_mean",
                "eval_reward_sd", "rollout_reward_mean", "rollout_reward_sd", "seconds_mean"]
 
 
@@ -47,6 +48,7 @@ class SweepRunResult:
 
     name: str
     point: str
+    label: str  # the point as named in tables and figures (its label_axes)
     values: dict[str, Any]
     seed: int
     run: Run | None
@@ -103,7 +105,8 @@ def _row_key(sample: dict[str, Any]) -> str:
 def _result(entry: dict[str, Any], notes: list[str]) -> SweepRunResult:
     from countdown_rl.sweeps import read_status
 
-    result = SweepRunResult(entry["name"], entry["point"], entry["values"], entry["seed"], None)
+    result = SweepRunResult(entry["name"], entry["point"], entry.get("label", entry["point"]), entry["values"],
+                            entry["seed"], None)
     path = Path(entry["output_dir"])
     result.seconds = read_status(path).get("seconds")
     try:
@@ -173,7 +176,7 @@ def summary_rows(sweep: Sweep) -> list[dict[str, Any]]:
         rollout, rollout_sd, _ = mean_sd([r.rollout_reward for r in runs])
         seconds, _, _ = mean_sd([r.seconds for r in runs])
         rows.append({
-            "point": point, "seeds": len(runs), "finished": finished,
+            "point": point, "label": runs[0].label, "seeds": len(runs), "finished": finished,
             "accuracy_mean_pct": None if acc is None else 100 * acc,
             "accuracy_sd_pct": None if acc_sd is None else 100 * acc_sd,
             "eval_reward_mean": reward, "eval_reward_sd": reward_sd,
@@ -228,7 +231,7 @@ def sweep_markdown(sweep: Sweep, rows: Sequence[dict[str, Any]], figures: Sequen
     axes = ", ".join(f"`{k}` {v}" for k, v in spec["axes"].items())
     lines = [f"# Sweep {spec['name']}", "", f"{spec['mode']} over {axes}; seeds {spec['seeds']}; "
              f"base `{spec['base']}`" + (f"; overrides {spec['overrides']}" if spec.get("overrides") else ""), ""]
-    table = [[r["point"], f"{r['finished']}/{r['seeds']}",
+    table = [[r["label"], f"{r['finished']}/{r['seeds']}",
               _fmt(r["accuracy_mean_pct"], r["accuracy_sd_pct"], 1, "%"),
               _fmt(r["eval_reward_mean"], r["eval_reward_sd"], 3),
               _fmt(r["rollout_reward_mean"], r["rollout_reward_sd"], 3),
@@ -285,7 +288,7 @@ def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str,
     per_rollout = len(factors) > 1
     cmap = colormaps["viridis"]
     drawn = False
-    for ax, (panel, metric, eval_metric, percent) in zip(axes, PANELS):
+    for ax, (panel, metric, eval_metric, percent, log_scale) in zip(axes, PANELS):
         any_line = False
         for i, (label, results) in enumerate(groups.items()):
             xs, mean, low, high = _curve(results, metric, eval_metric, per_rollout)
@@ -302,6 +305,8 @@ def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str,
         ax.grid(alpha=0.3)
         if percent:
             ax.set_ylabel("%")
+        if log_scale and any_line:
+            ax.set_yscale("symlog", linthresh=1e-3)
         if not any_line:
             ax.text(0.5, 0.5, "not logged" + (" (beta = 0)" if metric == "kl" else ""), ha="center", va="center",
                     transform=ax.transAxes, color="gray")
@@ -316,11 +321,11 @@ def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str,
 
 def _groups(sweep: Sweep) -> list[tuple[str, str, dict[str, list[SweepRunResult]]]]:
     """(file stem, title, {line label: runs}) per figure: per axis for a grid, one for zip."""
-    axes = list(sweep.spec["axes"])
+    axes = list(sweep.spec.get("label_axes") or sweep.spec["axes"])
     if sweep.spec["mode"] == "zip" or len(axes) == 1:
         groups: dict[str, list[SweepRunResult]] = {}
         for r in sweep.results:
-            groups.setdefault(r.point, []).append(r)
+            groups.setdefault(r.label, []).append(r)
         return [("axis_" + "+".join(axes), " + ".join(axes), groups)]
     figures = []
     for axis in axes:

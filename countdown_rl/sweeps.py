@@ -78,6 +78,8 @@ SPEC_KEYS = {
     "overrides": "recipe keys fixed for every run, on top of the base",
     "accelerate_config": "run each run through accelerate launch --config_file this (else a plain process)",
     "slurm": "SLURM settings for --slurm: " + ", ".join(SLURM_KEYS),
+    "label_axes": "the axes that name a point in the report's tables and figures (default: all); the others "
+                  "are derived from them, e.g. max_steps zipped with num_iterations",
 }
 RESERVED = {"seed": "use the spec's seeds", "output_dir": "each run's output_dir is <output_root>/<name>",
             "resume": "the sweep always resumes", "overwrite_output_dir": "a sweep never overwrites a run"}
@@ -102,6 +104,7 @@ class SweepSpec:
     output_root: Path = Path("outputs/sweeps")
     accelerate_config: str | None = None
     slurm: dict[str, Any] = field(default_factory=dict)
+    label_axes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,9 +239,18 @@ def parse_spec(path: str | Path, *, known_keys: set[str] | None = None) -> Sweep
         if key in ("max_parallel", "signal_seconds", "nodes", "gpus_per_task", "cpus_per_task") and (
                 not isinstance(value, int) or isinstance(value, bool) or value <= 0):
             raise SweepError(f"{path}: slurm.{key}: must be a positive integer, got {value!r}")
+    label_axes = raw.get("label_axes", list(axes))
+    if not isinstance(label_axes, list) or not label_axes or any(k not in axes for k in label_axes):
+        raise SweepError(f"{path}: label_axes: must be a non-empty list of the axes {list(axes)}, got {label_axes!r}")
+    labels = [json.dumps([p[k] for k in label_axes], sort_keys=True) for p in
+              (dict(zip(axes, row)) for row in (zip(*axes.values()) if mode == "zip"
+                                                else itertools.product(*axes.values())))]
+    if len(set(labels)) != len(labels):
+        raise SweepError(f"{path}: label_axes: {label_axes} do not tell every point apart; add an axis")
     return SweepSpec(path=path, name=name, base=base, base_recipe=base_recipe, axes=dict(axes), mode=mode,
                      seeds=tuple(seeds), overrides=dict(overrides), output_root=Path(root),
-                     accelerate_config=None if accelerate_config is None else str(accelerate_config), slurm=slurm)
+                     accelerate_config=None if accelerate_config is None else str(accelerate_config), slurm=slurm,
+                     label_axes=tuple(label_axes))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -352,8 +364,9 @@ def write_sweep(spec: SweepSpec, runs: Sequence[SweepRun]) -> None:
         write_atomic(run.output_dir / RUN_RECIPE, _dump_recipe(run.recipe).encode("utf-8"))
     write_json_atomic(spec.output_root / SPEC_FILE, {
         "name": spec.name, "spec": str(spec.path.resolve()), "base": str(spec.base), "mode": spec.mode,
-        "axes": spec.axes, "seeds": list(spec.seeds), "overrides": spec.overrides,
-        "runs": [{"index": r.index, "name": r.name, "point": r.point, "values": r.values, "seed": r.seed,
+        "axes": spec.axes, "label_axes": list(spec.label_axes or spec.axes), "seeds": list(spec.seeds), "overrides": spec.overrides,
+        "runs": [{"index": r.index, "name": r.name, "point": r.point, "seed": r.seed, "values": r.values,
+                  "label": value_name({k: r.values[k] for k in (spec.label_axes or spec.axes)}),
                   "output_dir": str(r.output_dir)} for r in runs],
     })
 
