@@ -102,13 +102,14 @@ def _row_key(sample: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in sample.items() if k not in (*SAMPLE_FIELDS, "max_tokens")}, sort_keys=True)
 
 
-def _result(entry: dict[str, Any], notes: list[str]) -> SweepRunResult:
+def _result(root: Path, entry: dict[str, Any], notes: list[str]) -> SweepRunResult:
     from countdown_rl.sweeps import read_status
 
     result = SweepRunResult(entry["name"], entry["point"], entry.get("label", entry["point"]), entry["values"],
                             entry["seed"], None)
-    path = Path(entry["output_dir"])
-    result.seconds = read_status(path).get("seconds")
+    path = root / entry["name"]  # every run lives in <output_root>/<name>: the sweep folder can move
+    status = read_status(path)
+    result.seconds = status.get("seconds") if status.get("state") == "finished" else None
     try:
         run = load_run(path, entry["name"])
     except ReportError:
@@ -145,7 +146,7 @@ def load_sweep(root: str | Path) -> Sweep:
     except json.JSONDecodeError as err:
         raise ReportError(f"{root}: unreadable sweep file ({err})") from None
     notes: list[str] = []
-    results = [_result(entry, notes) for entry in spec["runs"]]
+    results = [_result(root, entry, notes) for entry in spec["runs"]]
     return Sweep(root, spec, results, notes)
 
 
@@ -275,6 +276,19 @@ def _curve(results: Sequence[SweepRunResult], metric: str, eval_metric: bool, pe
     return xs, [statistics.fmean(by_x[x]) for x in xs], [min(by_x[x]) for x in xs], [max(by_x[x]) for x in xs]
 
 
+def smooth(values: Sequence[float], window: int) -> list[float]:
+    """Trailing moving average over ``window`` points (the first ones over what there is).
+
+    >>> smooth([0.0, 2.0, 4.0, 6.0], 2)
+    [0.0, 1.0, 3.0, 5.0]
+    """
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v - (values[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
+
+
 def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str, path: Path) -> bool:
     """Seed 002's figure: five panels (accuracy, reward, KL, clip fraction, gradient norm), one line per group."""
     from matplotlib import colormaps
@@ -294,13 +308,16 @@ def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str,
             xs, mean, low, high = _curve(results, metric, eval_metric, per_rollout)
             if not xs:
                 continue
+            window = len(xs) // 50 if not eval_metric else 1  # long per-step curves: a moving average
+            if window > 1:
+                mean, low, high = (smooth(v, window) for v in (mean, low, high))
             scale = 100 if percent else 1
             colour = cmap(i / max(1, len(groups) - 1) * 0.9)
             ax.plot(xs, [v * scale for v in mean], color=colour, label=label, linewidth=1.6)
             if len(results) > 1:
                 ax.fill_between(xs, [v * scale for v in low], [v * scale for v in high], color=colour, alpha=0.15)
             any_line = True
-        ax.set_title(panel)
+        ax.set_title(panel + ("" if eval_metric else "\n(moving average over 2% of the run)"), fontsize="medium")
         ax.set_xlabel("rollout batch" if per_rollout else "optimizer step")
         ax.grid(alpha=0.3)
         if percent:

@@ -64,7 +64,10 @@ SLURM_KEYS = {
     "cpus_per_task": "SBATCH --cpus-per-task",
     "mem": "SBATCH --mem (e.g. 64G)",
     "max_parallel": "array tasks running at once (the %N of --array)",
-    "signal_seconds": "seconds before the time limit that SLURM sends SIGUSR1 (default 600): a checkpoint is saved",
+    "signal": "the signal SLURM sends before the time limit: USR1 (default) or TERM (with accelerate_config: "
+              "torchrun forwards TERM, not USR1)",
+    "signal_seconds": "seconds before the time limit that SLURM sends the signal (default 600): a checkpoint is "
+                      "saved",
     "sbatch_args": "more #SBATCH lines, verbatim (a list of strings)",
     "setup": "shell lines run before the run (a list of strings: module load ..., source .venv/bin/activate)",
 }
@@ -234,6 +237,8 @@ def parse_spec(path: str | Path, *, known_keys: set[str] | None = None) -> Sweep
     for key, value in slurm.items():
         if key not in SLURM_KEYS:
             raise SweepError(f"{path}: slurm.{key}: unknown; slurm has {', '.join(SLURM_KEYS)}")
+        if key == "signal" and value not in ("USR1", "TERM", "INT"):
+            raise SweepError(f"{path}: slurm.signal: must be USR1, TERM or INT, got {value!r}")
         if key in ("sbatch_args", "setup") and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise SweepError(f"{path}: slurm.{key}: must be a list of strings")
         if key in ("max_parallel", "signal_seconds", "nodes", "gpus_per_task", "cpus_per_task") and (
@@ -465,8 +470,7 @@ def run_local(spec: SweepSpec, runs: Sequence[SweepRun], *, only: Sequence[int] 
         head = f"[sweep {run.index + 1}/{len(runs)} {run.name}]"
         state = run_state(run)
         if state == "finished":
-            print(f"{head} finished before: skipped", flush=True)
-            record_status(run, state="finished", skipped=True)
+            print(f"{head} finished before: skipped", flush=True)  # its sweep_run.json (time taken) is kept
             continue
         print(f"{head} {'resuming' if state != 'new' else 'starting'} -> {run.output_dir}", flush=True)
         record_status(run, state="running", started=time.time())
@@ -476,7 +480,7 @@ def run_local(spec: SweepSpec, runs: Sequence[SweepRun], *, only: Sequence[int] 
         if code == 0:
             record_status(run, state="finished", seconds=seconds)
             print(f"{head} finished in {seconds:.0f} s", flush=True)
-        elif code == PREEMPTED:
+        elif code == PREEMPTED or run_state(run) == "interrupted":  # accelerate's launcher exits 1, not 75
             record_status(run, state="interrupted", seconds=seconds, returncode=code)
             print(f"{head} interrupted (checkpoint saved); rerun the same command to go on", flush=True)
             return PREEMPTED
@@ -512,7 +516,7 @@ def slurm_script(spec: SweepSpec, runs: Sequence[SweepRun], *, executable: str =
         f"#SBATCH --job-name={spec.name}",
         f"#SBATCH --array={array}",
         f"#SBATCH --output={root}/slurm/%A_%a.out",
-        f"#SBATCH --signal=USR1@{s.get('signal_seconds', 600)}",
+        f"#SBATCH --signal={s.get('signal', 'USR1')}@{s.get('signal_seconds', 600)}",
         "#SBATCH --requeue",
         "#SBATCH --ntasks=1",
     ]

@@ -186,12 +186,16 @@ def swept(tmp_path_factory, tiny_model_dir, puzzles):
             first.send_signal(signal.SIGTERM)
     first_err = first.stderr.read()
     first_code = first.wait(timeout=300)
+    runs = expand(parse_spec(spec, known_keys={"num_iterations", "dataset_name"}))
+    interrupted = tmp / "sweep" / runs[1].name
+    after_first = {"sweep_run": json.loads((interrupted / "sweep_run.json").read_text()),
+                   "status": run_info(interrupted)["status"],
+                   "checkpoints": sorted(p.name for p in interrupted.glob("checkpoint-*"))}
     second = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec), "--report"], cwd=tmp,
                             env=ENV, capture_output=True, text=True, timeout=600)
     third = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec)], cwd=tmp, env=ENV,
                            capture_output=True, text=True, timeout=300)
-    return {"tmp": tmp, "spec": spec, "root": tmp / "sweep", "runs": expand(parse_spec(spec, known_keys={
-        "num_iterations", "dataset_name"})),
+    return {"tmp": tmp, "spec": spec, "root": tmp / "sweep", "runs": runs, "after_first": after_first,
             "first": (first_code, "".join(lines), first_err), "second": second, "third": third}
 
 
@@ -202,7 +206,10 @@ def test_a_signal_stops_the_sweep_with_a_checkpoint_and_the_next_run_resumes(swe
     root = swept["root"]
     assert "[sweep 1/6 num_iterations=1," in out and "finished in" in out
     assert "interrupted (checkpoint saved)" in out
-    assert json.loads((root / runs[1].name / "sweep_run.json").read_text())["state"] == "interrupted"
+    after = swept["after_first"]
+    assert after["sweep_run"]["state"] == "interrupted" and after["sweep_run"]["returncode"] == 75
+    assert after["status"]["state"] == "interrupted"
+    assert after["checkpoints"] == [f"checkpoint-{after['status']['step']}"]
     # the second invocation resumed it from the checkpoint the signal saved
     second = swept["second"]
     assert f"[sweep 1/6 {runs[0].name}] finished before: skipped" in second.stdout

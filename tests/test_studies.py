@@ -1,0 +1,59 @@
+"""The study scripts' ``--quick`` modes (issue #13): ``benchmarks/seed002_study.py`` (seed 002's hyper-parameter
+study on format_copy) and ``benchmarks/seed003_ablation.py`` (seed 003's ablation on toy Countdown) run end to end
+on tiny settings, through ``countdown-rl sweep``, and their tables hold the numbers of the runs' own files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+       "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def quick(script: str, out: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--threads", "1",
+                           "--output-dir", str(out)], cwd=out.parent, env=ENV, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def final_accuracy(run_dir: Path) -> float:
+    return json.loads((run_dir / "eval" / "eval.json").read_text())["results"][0]["accuracy"]
+
+
+def test_seed002_study_quick(tmp_path):
+    out = tmp_path / "study"
+    done = quick("seed002_study.py", out)
+    sweep = json.loads((out / "runs" / "micro_batch" / "sweep.json").read_text())
+    assert [r["label"] for r in sweep["runs"]] == [
+        "per_device_train_batch_size=2,gradient_accumulation_steps=8",
+        "per_device_train_batch_size=16,gradient_accumulation_steps=1"]
+    result = json.loads((out / "seed002_study.json").read_text())
+    for run in sweep["runs"]:
+        run_dir = Path(run["output_dir"]) if Path(run["output_dir"]).is_absolute() else out.parent / run["output_dir"]
+        [numbers] = result["sweeps"]["micro_batch"][run["point"]]
+        assert numbers["final"] == final_accuracy(run_dir)
+    assert "## micro_batch" in done.stdout and (out / "seed002_study.md").read_text() in done.stdout
+    assert list((out / "runs" / "micro_batch" / "report").glob("*.png"))
+
+
+def test_seed003_ablation_quick(tmp_path):
+    out = tmp_path / "ablation"
+    done = quick("seed003_ablation.py", out)
+    result = json.loads((out / "seed003_ablation.json").read_text())
+    sweep = json.loads((out / "runs" / "sweep.json").read_text())
+    assert len(sweep["runs"]) == 2
+    by_variant = {v["variant"]: v for v in result["variants"]}
+    assert set(by_variant) == {"masked_mean_std", "constant_no_std"}
+    for run in sweep["runs"]:
+        run_dir = out.parent / run["output_dir"] if not Path(run["output_dir"]).is_absolute() else Path(run["output_dir"])
+        variant = "masked_mean_std" if run["values"]["reduction"] == "masked_mean" else "constant_no_std"
+        assert by_variant[variant]["toy_pct"] == [100 * final_accuracy(run_dir)]
+    assert by_variant["masked_mean_std"]["seed003_pct"] == 43.70
+    assert "McNemar" in done.stdout
