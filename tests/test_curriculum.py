@@ -110,6 +110,22 @@ def test_schedule_from_yaml_and_command_line(tmp_path):
     assert parse_budget_schedule([("0", "16")], 16) == [[0, 16]]
 
 
+def test_the_examples_hold_and_every_key_has_help():
+    import doctest
+    from dataclasses import fields
+
+    import countdown_rl.curriculum as curriculum
+    import countdown_rl.tasks.countdown as countdown
+    import countdown_rl.tasks.countdown.puzzles as puzzles_module
+
+    import countdown_rl.trainer as trainer_module
+
+    for module in (curriculum, countdown, puzzles_module, trainer_module):
+        assert doctest.testmod(module).failed == 0, module.__name__
+    for f in fields(DataArguments):
+        assert f.metadata.get("help"), f.name
+
+
 def test_easy_to_hard_is_a_stable_sort():
     assert data_order_indices([3.0, 1.0, 3.0, 2.0, 1.0], "easy_to_hard") == [1, 4, 3, 0, 2]
     assert data_order_indices([3.0, 1.0], "random") == [0, 1]
