@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 BUDGET_COLUMN = "completion_budget"
-"""The rollout's budget: a keyword argument of every reward call and a per-row tensor of the buffered rollout."""
+"""The rollout's budget: a keyword argument of every reward call and a per-row list in the buffered rollout."""
 DATA_ORDERS = ("random", "easy_to_hard", "staged")
 DEFAULT_STAGES = 4
 DEFAULT_REPLAY = 0.25

@@ -14,8 +14,8 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
    compiled graph up at ``on_train_begin``, so its compile time is logged once and kept out of step 1.
 4. Budget (``budget_schedule``, :mod:`countdown_rl.curriculum`): before each rollout the budget of the current
    optimizer step is set where TRL reads it (its generation config, the vLLM client's ``max_completion_length``,
-   ``self.max_completion_length``); the rollout carries its budget (a reward keyword argument and a per-row tensor
-   of the buffered batch), so a reused rollout keeps its budget for the Dr.GRPO normaliser and the
+   ``self.max_completion_length``); the rollout carries its budget (a reward keyword argument and a per-row list
+   in the buffered batch), so a reused rollout keeps its budget for the Dr.GRPO normaliser and the
    ``completion_budget`` metric. The in-training evaluation uses the budget of the current step.
 
 These hooks are private in TRL, so trl is pinned exactly and ``tests/test_trl_pin.py`` plus the parity tests
@@ -34,7 +34,6 @@ from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl import grpo
 from countdown_rl.algorithms import ALGORITHMS
-from countdown_rl.curriculum import BUDGET_COLUMN, budget_at, parse_budget_schedule, shuffle_for_order
 from countdown_rl.compiled_generation import (
     GENERATION_BACKENDS,
     WarmUpCallback,
@@ -43,6 +42,7 @@ from countdown_rl.compiled_generation import (
     reconcile_backend_keys,
     trainer_generation_context,
 )
+from countdown_rl.curriculum import BUDGET_COLUMN, budget_at, parse_budget_schedule, shuffle_for_order
 from countdown_rl.tasks import Outcome
 
 # our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
@@ -300,7 +300,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self._set_completion_budget(budget)
         inputs = [{**example, BUDGET_COLUMN: budget} for example in inputs]  # reward functions see the budget
         output = super()._generate_and_score_completions(inputs)
-        output[BUDGET_COLUMN] = torch.full((len(inputs),), budget, dtype=torch.long, device=self.accelerator.device)
+        output[BUDGET_COLUMN] = [budget] * len(inputs)  # a per-row list: split and shuffled with the rollout
         mode = "train" if self.model.training else "eval"
         rewards_per_func = self._gathered_rewards_per_func
         weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
@@ -467,7 +467,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
         args = self.args
         # The rollout's own budget (a reused rollout keeps the one it was generated with).
-        budget = int(inputs[BUDGET_COLUMN][0]) if BUDGET_COLUMN in inputs else args.max_completion_length
+        budget = inputs[BUDGET_COLUMN][0] if BUDGET_COLUMN in inputs else args.max_completion_length
         loss = grpo.reduce_loss(
             per_token_loss,
             mask,
