@@ -298,7 +298,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
     def _generate_and_score_completions(self, inputs):
         budget = self.args.completion_budget(self.state.global_step)
         self._set_completion_budget(budget)
-        inputs = [{**example, BUDGET_COLUMN: budget} for example in inputs]  # reward functions see the budget
+        if self.environment_factories is None:  # an environment's reset() gets the rows: leave them as they are
+            inputs = [{**example, BUDGET_COLUMN: budget} for example in inputs]  # reward functions see the budget
         output = super()._generate_and_score_completions(inputs)
         output[BUDGET_COLUMN] = [budget] * len(inputs)  # a per-row list: split and shuffled with the rollout
         mode = "train" if self.model.training else "eval"
