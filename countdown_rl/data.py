@@ -10,7 +10,10 @@
 4. Dedupe on ``task.dedupe_key`` keeping the first occurrence, and split with no problem on both sides: a seeded
    random hold-out, the source's own evaluation split (``eval_dataset_split``), or a task's positional split
    (Countdown's ``tinyzero``).
-5. Add a ``prompt`` column rendered by the task's template, keeping the task's columns next to it: TRL passes
+5. Order the training rows (``data_order``, :mod:`countdown_rl.curriculum`): as split (``random``: TRL
+   shuffles), easy to hard by ``task.difficulty`` (a stable sort), or in seeded difficulty ``staged`` blocks. The
+   held-out rows are never reordered.
+6. Add a ``prompt`` column rendered by the task's template, keeping the task's columns next to it: TRL passes
    extra columns to reward functions as keyword arguments.
 
 JSON files are parsed here rather than by Arrow, because Arrow coerces a column to one type (one ``3.5`` turns
@@ -30,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from countdown_rl.curriculum import DATA_ORDERS, DEFAULT_REPLAY, DEFAULT_STAGES, data_order_indices
 from countdown_rl.tasks import DEFAULT_TASK, TASKS, get_task
 
 if TYPE_CHECKING:
@@ -108,6 +112,22 @@ class DataArguments:
     num_generated_rows: int = field(
         default=2048, metadata={"help": "With dataset_name 'generated': how many rows the task's generator makes."}
     )
+    data_order: str = field(
+        default="random",
+        metadata={"help": "Order of the training rows (the held-out rows are untouched): 'random' (TRL shuffles "
+                  "each epoch), 'easy_to_hard' (stable sort by the task's difficulty) or 'staged' (difficulty "
+                  "stages, each shuffled with a replay of earlier stages, seeded by split_seed). Not 'random': "
+                  "shuffle_dataset is set to false.", "choices": list(DATA_ORDERS)},
+    )
+    curriculum_stages: int | None = field(
+        default=None,
+        metadata={"help": f"data_order 'staged': how many difficulty stages (default {DEFAULT_STAGES})."},
+    )
+    curriculum_replay: float | None = field(
+        default=None,
+        metadata={"help": "data_order 'staged': rows replayed from earlier stages, as a fraction of each stage's "
+                  f"size, in [0, 1] (default {DEFAULT_REPLAY})."},
+    )
 
     def __post_init__(self):
         if isinstance(self.task_options, str):  # one option on the command line
@@ -137,6 +157,15 @@ class DataArguments:
             raise ValueError(f"num_generated_rows: must be positive, got {self.num_generated_rows}")
         if self.eval_dataset_split is not None and self.split_method != "random":
             raise ValueError(f"eval_dataset_split: cannot be combined with split_method={self.split_method!r}")
+        if self.data_order not in DATA_ORDERS:
+            raise ValueError(f"data_order: must be one of {list(DATA_ORDERS)}, got {self.data_order!r}")
+        for key in ("curriculum_stages", "curriculum_replay"):
+            if getattr(self, key) is not None and self.data_order != "staged":
+                raise ValueError(f"{key}: only used with data_order 'staged', not {self.data_order!r}")
+        if self.curriculum_stages is not None and self.curriculum_stages < 1:
+            raise ValueError(f"curriculum_stages: must be >= 1, got {self.curriculum_stages}")
+        if self.curriculum_replay is not None and not 0.0 <= self.curriculum_replay <= 1.0:
+            raise ValueError(f"curriculum_replay: must be in [0, 1], got {self.curriculum_replay}")
         return task
 
 
@@ -154,6 +183,7 @@ class DataInfo:
     train: int
     test: int
     split_method: str
+    data_order: str = "random"
 
     def as_dict(self) -> dict[str, Any]:
         """The counts as a plain dict (for logs and JSON)."""
@@ -498,13 +528,18 @@ def prepare_dataset(
     bounds: tuple[int, int] | None = None,
     cache_dir: str | None = None,
     require_train: bool = True,
+    order: str = "random",
+    stages: int | None = None,
+    replay: float | None = None,
 ) -> tuple[Dataset, Dataset, DataInfo]:
-    """Load, validate, filter, dedupe, split and add a ``prompt`` column: ``(train, test, info)``.
+    """Load, validate, filter, dedupe, split, order and add a ``prompt`` column: ``(train, test, info)``.
 
     Rows keep the task's columns next to ``prompt`` (TRL hands them to reward functions). With ``eval_split``
     the held-out rows are (a seeded sample of at most ``test_size`` of) that split of the source, and training
     rows whose problem is among them are removed. ``require_train=False`` (evaluation) accepts a source whose rows
-    are all held out, e.g. ``HuggingFaceH4/MATH-500`` with ``split="test", eval_split="test"``.
+    are all held out, e.g. ``HuggingFaceH4/MATH-500`` with ``split="test", eval_split="test"``. ``order`` (with
+    ``stages`` and ``replay`` for ``"staged"``, shuffled with ``seed``) orders the training rows only, after the
+    split (:func:`countdown_rl.curriculum.data_order_indices`).
 
     >>> import tempfile, os
     >>> from countdown_rl.tasks import get_task
@@ -540,7 +575,11 @@ def prepare_dataset(
         split_method = f"{eval_split} split"
     if not train and require_train:
         raise ValueError(f"{source}: no training rows left after the split")
-    info = DataInfo(task.name, source, raw, dropped, filtered, removed, len(train), len(test), split_method)
+    if order != "random":
+        indices = data_order_indices([task.difficulty(row) for row in train], order, stages=stages, replay=replay,
+                                     seed=seed)
+        train = [train[i] for i in indices]
+    info = DataInfo(task.name, source, raw, dropped, filtered, removed, len(train), len(test), split_method, order)
     logger.info("prepared %s: %s", source, info.as_dict())
     return _dataset(task, train, template), _dataset(task, test, template), info
 
@@ -563,6 +602,9 @@ def prepare_data(
         on_invalid=args.on_invalid_rows,
         num_generated=args.num_generated_rows,
         require_train=require_train,
+        order=args.data_order,
+        stages=args.curriculum_stages,
+        replay=args.curriculum_replay,
     )
 
 

@@ -105,6 +105,8 @@ class DemoConfig:
     temperature: float = 0.7
     beta: float = 0.0
     max_completion_length: int = 48
+    # ((start_step, budget), ...): a completion-budget curriculum whose largest budget is max_completion_length
+    budget_schedule: tuple[tuple[int, int], ...] | None = None
     save_steps: int = 50
     eval_steps: int = 50  # in-training greedy eval of `in_training_eval` held-out puzzles (report curve)
     in_training_eval: int = 100
@@ -300,6 +302,7 @@ def grpo_train(
     *,
     algorithm: str = "grpo",
     max_completion_length: int = 48,
+    budget_schedule: Sequence[Sequence[int]] | None = None,
     steps: int = 150,
     prompts_per_step: int = 8,
     num_generations: int = 8,
@@ -321,7 +324,8 @@ def grpo_train(
     Writes ``run_info.json`` first, then checkpoints every ``save_steps``; at the end the model, tokenizer and
     ``trainer_state.json``. With ``resume`` it continues from the newest ``checkpoint-N`` in ``run_dir`` (if any).
     ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve;
-    ``run_info`` goes to the run record's ``extra``. Returns ``{"trainer", "model", "tokenizer", "resumed_from",
+    ``run_info`` goes to the run record's ``extra``. ``budget_schedule`` (``[[start_step, budget], ...]``, largest
+    budget ``max_completion_length``) is the trainer's completion-budget curriculum. Returns ``{"trainer", "model", "tokenizer", "resumed_from",
     "global_step"}``.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -345,6 +349,7 @@ def grpo_train(
         gradient_accumulation_steps=1,
         num_iterations=1,
         max_completion_length=max_completion_length,
+        budget_schedule=[list(pair) for pair in budget_schedule] if budget_schedule else None,
         temperature=temperature,
         beta=beta,
         learning_rate=learning_rate,
@@ -489,17 +494,20 @@ def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int])
 
 def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
              run_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``config.algorithm`` at ``config.max_completion_length`` from the SFT model into ``run_dir``, then the final
-    evaluation (``run_dir/eval``) and the zero-shot files copied next to it, so ``countdown-rl report run_dir``
-    works; ``run_info`` adds keys to run_info.json. Returns :func:`grpo_train`'s dict plus ``"result"`` (the
-    final ``BudgetResult``)."""
+    """``config.algorithm`` at ``config.max_completion_length`` (or its ``budget_schedule``) from the SFT model into
+    ``run_dir``, then the final evaluation at ``max_completion_length`` (``run_dir/eval``) and the zero-shot files
+    copied next to it, so ``countdown-rl report run_dir`` works; ``run_info`` adds keys to run_info.json. Returns
+    :func:`grpo_train`'s dict plus ``"result"`` (the final ``BudgetResult``)."""
     run_dir = Path(run_dir)
     budget, dataset, puzzles = config.max_completion_length, config.puzzles.describe(), warm.puzzles
     name = display_name(config.algorithm)
-    _header(f"{name} at {budget} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
+    schedule = config.budget_schedule
+    budgets = " -> ".join(f"{b} (step {s})" for s, b in schedule) if schedule else str(budget)
+    _header(f"{name} at {budgets} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
             f"{config.num_generations} samples -> {run_dir}")
     trained = grpo_train(
         warm.sft_dir, run_dir, puzzles["rl"], algorithm=config.algorithm, max_completion_length=budget,
+        budget_schedule=schedule,
         steps=config.grpo_steps, prompts_per_step=config.prompts_per_step, num_generations=config.num_generations,
         learning_rate=config.grpo_learning_rate, temperature=config.temperature, beta=config.beta,
         save_steps=config.save_steps, eval_puzzles=puzzles["eval"][: config.in_training_eval],

@@ -132,6 +132,7 @@ def train_grpo(
             task=task.name,
             algorithm=args.algorithm,
             max_completion_length=args.max_completion_length,
+            budget_schedule=args.budget_schedule,
             reduction=args.reduction,
             std_normalization=args.std_normalization,
             use_peft=peft_config is not None,

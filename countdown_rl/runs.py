@@ -42,6 +42,7 @@ class RunRecord:
     model: str = "unknown"
     dataset: str = "unknown"
     max_completion_length: int | None = None
+    budget_schedule: list[list[int]] | None = None  # [[start_step, budget], ...] when the budget followed a schedule
     reduction: str | None = None
     std_normalization: str | None = None
     use_peft: bool = False

@@ -12,6 +12,11 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
 3. Generation (``generation_backend: compiled`` only): ``_generate_single_turn`` generates through
    ``countdown_rl.compiled_generation`` (static cache, compiled decoding, bucketed prompts); a callback warms the
    compiled graph up at ``on_train_begin``, so its compile time is logged once and kept out of step 1.
+4. Budget (``budget_schedule``, :mod:`countdown_rl.curriculum`): before each rollout the budget of the current
+   optimizer step is set where TRL reads it (its generation config, the vLLM client's ``max_completion_length``,
+   ``self.max_completion_length``); the rollout carries its budget (a reward keyword argument and a per-row list
+   in the buffered batch), so a reused rollout keeps its budget for the Dr.GRPO normaliser and the
+   ``completion_budget`` metric. The in-training evaluation uses the budget of the current step.
 
 These hooks are private in TRL, so trl is pinned exactly and ``tests/test_trl_pin.py`` plus the parity tests
 against stock TRL trip on any change. The task (``task=``, any :class:`countdown_rl.tasks.base.Task`) only judges
@@ -37,6 +42,7 @@ from countdown_rl.compiled_generation import (
     reconcile_backend_keys,
     trainer_generation_context,
 )
+from countdown_rl.curriculum import BUDGET_COLUMN, budget_at, parse_budget_schedule, shuffle_for_order
 from countdown_rl.tasks import Outcome
 
 # our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
@@ -89,7 +95,10 @@ class CountdownGRPOConfig(GRPOConfig):
     )
     drgrpo_num_tokens: int | None = field(
         default=None,
-        metadata={"help": "Dr.GRPO's constant normaliser (tokens per sequence). Default: max_completion_length."},
+        metadata={"help": "Dr.GRPO's constant normaliser (tokens per sequence). Default: the rollout's completion "
+                  "budget, i.e. max_completion_length, or with budget_schedule the budget the rollout was generated "
+                  "with (a full-budget sequence then weighs as much at every stage); set it to keep one constant "
+                  "for the whole run."},
     )
     hybrid_alpha: float | None = field(
         default=None,
@@ -148,6 +157,20 @@ class CountdownGRPOConfig(GRPOConfig):
         },
     )
 
+    budget_schedule: list[list[int]] | None = field(
+        default=None,
+        metadata={"help": "Completion-budget curriculum: [[start_step, budget], ...] (YAML [[0, 256], [40, 512], "
+                  "[60, 1024]]; command line 0:256 40:512 60:1024): from optimizer step start_step on, rollouts are "
+                  "generated with that budget (every backend), length-aware rewards, the Dr.GRPO normaliser and "
+                  "the in-training evaluation follow it. Starts at step 0, steps strictly increase, the largest "
+                  "budget equals max_completion_length. Default: max_completion_length throughout."},
+    )
+    shuffle_dataset: bool | None = field(
+        default=None,
+        metadata={"help": "TRL's per-epoch shuffle of the training rows. Default: true, or false when the recipe's "
+                  "data_order is not 'random' (true with such an order is an error)."},
+    )
+
     def __post_init__(self):
         reconcile_backend_keys(self)  # generation_backend vs use_vllm / continuous batching / buckets
         if self.algorithm not in ALGORITHMS:
@@ -173,6 +196,15 @@ class CountdownGRPOConfig(GRPOConfig):
             raise ValueError(f"drgrpo_num_tokens must be positive, got {self.drgrpo_num_tokens}")
         if self.advantage_eps < 0:
             raise ValueError(f"advantage_eps must be >= 0, got {self.advantage_eps}")
+        if self.budget_schedule is not None:
+            self.budget_schedule = parse_budget_schedule(self.budget_schedule, self.max_completion_length)
+            fixed = sorted({"max_new_tokens", "max_tokens"} & set(self.generation_kwargs or {}))
+            if fixed:
+                raise ValueError(f"budget_schedule: generation_kwargs sets {fixed[0]}, which would fix the budget; "
+                                 "remove it")
+        self._shuffle_dataset_given = self.shuffle_dataset is not None
+        if self.shuffle_dataset is None:
+            self.shuffle_dataset = True
 
         derived_loss_type = REDUCTION_TO_LOSS_TYPE[self.reduction]
         if self.loss_type is not None and self.loss_type != derived_loss_type:
@@ -196,6 +228,25 @@ class CountdownGRPOConfig(GRPOConfig):
                     "use trl.GRPOTrainer for that feature"
                 )
         super().__post_init__()
+
+    def apply_data_order(self, data_order: str) -> None:
+        """Set ``shuffle_dataset`` for the recipe's ``data_order`` (an explicit ``true`` with a fixed order raises).
+
+        >>> cfg = CountdownGRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to="none")
+        >>> cfg.apply_data_order("easy_to_hard"); cfg.shuffle_dataset
+        False
+        """
+        given = self.shuffle_dataset if getattr(self, "_shuffle_dataset_given", True) else None
+        self.shuffle_dataset = shuffle_for_order(data_order, given)
+
+    def completion_budget(self, step: int) -> int:
+        """The completion budget at optimizer step ``step``: the schedule's, else ``max_completion_length``.
+
+        >>> CountdownGRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to="none", max_completion_length=64,
+        ...                     budget_schedule=[[0, 32], [10, 64]]).completion_budget(9)
+        32
+        """
+        return self.max_completion_length if self.budget_schedule is None else budget_at(self.budget_schedule, step)
 
 
 class CountdownGRPOTrainer(GRPOTrainer):
@@ -234,8 +285,23 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self._log_outcomes(inputs, completions, completion_ids_list)
         return rewards_per_func
 
+    # -- budget ---------------------------------------------------------------------------------------------
+    def _set_completion_budget(self, budget: int) -> None:
+        """Generate the next rollouts with ``budget`` tokens at most, on every backend (where TRL reads it)."""
+        self.max_completion_length = budget  # TRL's tool loop; our evaluation reads the args' schedule
+        if getattr(self, "generation_config", None) is not None:  # transformers (plain, paged) and compiled
+            self.generation_config.max_new_tokens = budget
+            self.generation_kwargs["max_new_tokens"] = budget
+        if self.use_vllm:  # read per call into SamplingParams(max_tokens=...); the context is sized at start-up
+            self.vllm_generation.max_completion_length = budget
+
     def _generate_and_score_completions(self, inputs):
+        budget = self.args.completion_budget(self.state.global_step)
+        self._set_completion_budget(budget)
+        if self.environment_factories is None:  # an environment's reset() gets the rows: leave them as they are
+            inputs = [{**example, BUDGET_COLUMN: budget} for example in inputs]  # reward functions see the budget
         output = super()._generate_and_score_completions(inputs)
+        output[BUDGET_COLUMN] = [budget] * len(inputs)  # a per-row list: split and shuffled with the rollout
         mode = "train" if self.model.training else "eval"
         rewards_per_func = self._gathered_rewards_per_func
         weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
@@ -312,7 +378,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         return metrics
 
     def evaluate_task(self, dataset, final: bool = False):
-        """Score ``dataset`` greedily at ``max_completion_length``; each process takes a shard, results are gathered.
+        """Score ``dataset`` greedily at the current budget (``max_completion_length``, or the schedule's budget at
+        this step); each process takes a shard, results are gathered.
 
         With ``final=True`` the results also go to ``<output_dir>/eval`` (eval.json, eval.md, samples.jsonl).
         Generation uses the unwrapped model with transformers (not vLLM), so it suits held-out subsets; under
@@ -324,6 +391,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
         if self.task is None:
             raise ValueError("evaluate_task needs the trainer's task (CountdownGRPOTrainer(..., task=get_task(name)))")
+        budget = self.args.completion_budget(self.state.global_step)
         shard = dataset.shard(self.accelerator.num_processes, self.accelerator.process_index, contiguous=True)
         model = self.accelerator.unwrap_model(self.model)
         compiled = self._compiled_generation
@@ -334,7 +402,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 model,
                 self.processing_class,
                 list(shard),
-                max_tokens=self.max_completion_length,
+                max_tokens=budget,
                 task=self.task,
                 batch_size=self.args.per_device_eval_batch_size,
                 chat_template_kwargs=self.chat_template_kwargs,
@@ -343,14 +411,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 compiled=compiled,
             )
         samples = gather_object(samples)
-        result = summarise(samples, max_tokens=self.max_completion_length, num_samples=1)
+        result = summarise(samples, max_tokens=budget, num_samples=1)
         if final and self.accelerator.is_main_process:
             meta = {"task": self.task.name, "model": self.args.output_dir, "split": "test",
                     "num_puzzles": len(dataset), "temperature": 0.0, "num_samples": 1,
                     "backend": "compiled" if compiled else "transformers",
                     "stage": "final"}
             write_eval_outputs(os.path.join(self.args.output_dir, "eval"), [result],
-                               {self.max_completion_length: samples}, meta)
+                               {budget: samples}, meta)
         return result
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
@@ -366,7 +434,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             algorithm=self.args.algorithm,
             model=getattr(self.accelerator.unwrap_model(self.model).config, "_name_or_path", "unknown"),
             dataset=dataset_name or "unknown",
-            max_completion_length=self.max_completion_length,
+            max_completion_length=self.args.max_completion_length,
         )
         write_model_card(self.args.output_dir, fallback=fallback)
 
@@ -399,14 +467,17 @@ class CountdownGRPOTrainer(GRPOTrainer):
             per_token_loss = per_token_loss + self.beta * per_token_kl
 
         args = self.args
+        # The rollout's own budget (a reused rollout keeps the one it was generated with).
+        budget = inputs[BUDGET_COLUMN][0] if BUDGET_COLUMN in inputs else args.max_completion_length
         loss = grpo.reduce_loss(
             per_token_loss,
             mask,
             args.reduction,
-            num_tokens=args.drgrpo_num_tokens or self.max_completion_length,
+            num_tokens=args.drgrpo_num_tokens or budget,
             alpha=args.hybrid_alpha,
         )
         mode = "train" if self.model.training else "eval"
+        self._metrics[mode]["completion_budget"].append(float(budget))
         accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1.0
         loss = loss / accumulation
         if self.aux_loss_enabled:

@@ -50,6 +50,8 @@ CASES = {
                                           ["no_such_proj", "model"]),
     "train-missing-checkpoint": ([*TRAIN, "--resume_from_checkpoint", "no-run/checkpoint-3"],
                                  ["resume_from_checkpoint", "no-run/checkpoint-3"]),
+    "train-budget-schedule-not-from-step-0": ([*TRAIN, "--budget_schedule", "5:16"],
+                                              ["budget_schedule", "step 0", "[5, 16]", "command-line"]),
     "train-empty-after-filtering": ([*TRAIN, "--dataset_name", "invalid.jsonl", "--on_invalid_rows", "drop"],
                                     ["invalid.jsonl", "no valid rows"]),
     "eval-missing-model": (["eval", "--model", "./no-model"], ["--model", "no-model"]),

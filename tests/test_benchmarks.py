@@ -5,6 +5,7 @@
 * ``benchmarks/gpu_profile.py --generation compiled``: plain and compiled generation side by side, with the
   compile time and the compiled/plain ratios (the compiled row must not have fallen back).
 * ``benchmarks/trainer_overhead.py --quick``: prints the ours/stock step-time ratio of grpo and dr_grpo.
+* ``benchmarks/budget_curriculum.py --quick``: tables and JSON rows that are the runs' own files.
 """
 
 import json
@@ -137,6 +138,50 @@ def test_toy_replication_quick_then_resume(tmp_path):
                  "--output-dir", str(out), "--resume", timeout=400)
     assert again.count("reusing the finished run") == 4 and "SFT warm-up: reusing" in again
     assert json.loads((out / "toy_replication.json").read_text())["runs"][0]["trained"] == summary["runs"][0]["trained"]
+
+
+@pytest.mark.slow
+def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
+    """The curriculum study end to end in --quick mode (one seed): every run's files, the tables and JSON rows read
+    back from them, the curriculum runs really trained at 40 -> 48 -> 64, and the report over every run."""
+    out = tmp_path / "study"
+    stdout = _run("budget_curriculum.py", "--quick", "--output-dir", str(out), timeout=400)
+    summary = json.loads((out / "budget_curriculum.json").read_text())
+    assert summary["schedule"] == [[0, 40], [1, 48], [2, 64]] and summary["seeds"] == [0]
+    runs = summary["runs"]
+    assert sorted((r["part"], r["algorithm"], r["label"]) for r in runs) == sorted(
+        [("a", a, label) for a in ("grpo", "dr_grpo") for label in ("curriculum", "fixed-40", "fixed-48", "fixed-64")]
+        + [("b", a, f"fixed-{summary['long_budget']}") for a in ("grpo", "dr_grpo")])
+    for run in runs:
+        run_dir = out / run["run"]
+        history = [h for h in json.loads((run_dir / "trainer_state.json").read_text())["log_history"] if "loss" in h]
+        budgets = [int(h["completion_budget"]) for h in history]
+        info = json.loads((run_dir / "run_info.json").read_text())
+        assert info["algorithm"] == run["algorithm"] and info["extra"]["study"]["label"] == run["label"]
+        if run["label"] == "curriculum":
+            assert info["budget_schedule"] == [[0, 40], [1, 48], [2, 64]] and budgets == [40, 48, 64]
+            assert run["trained_budgets"] == "40 -> 48 -> 64"
+        else:
+            assert info["budget_schedule"] is None and set(budgets) == {int(run["label"].split("-")[1])}
+        assert all(h["completions/max_length"] <= b for h, b in zip(history, budgets))
+        evals = json.loads((run_dir / ("eval_budgets" if run["part"] == "a" else "eval") / "eval.json").read_text())
+        for result in evals["results"]:
+            assert run["accuracy"][str(result["max_tokens"])] == result["accuracy"]
+            assert run["mean_tokens"][str(result["max_tokens"])] == result["mean_tokens"]
+        if run["part"] == "a":
+            assert [r["max_tokens"] for r in evals["results"]] == [40, 48, 64]
+        incorrect = [h["outcomes/mean_length_incorrect"] for h in history if "outcomes/mean_length_incorrect" in h]
+        assert run["length_incorrect_first"] == incorrect[0] and run["length_incorrect_last"] == incorrect[-1]
+    markdown = (out / "budget_curriculum.md").read_text()
+    assert markdown == summary["tables"] and markdown.strip() in stdout
+    rows = [line for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 2 + 8 + 2  # two headers, (a) 2 algorithms x 4 budgets, (b) 2 algorithms
+    assert "| GRPO | curriculum | 0 | 40 -> 48 -> 64 |" in markdown
+    lengths = (out / "long_budget_lengths.csv").read_text().splitlines()
+    assert len(lengths) == 1 + 2 * 3 == 1 + summary["lengths_csv_rows"]  # (b) runs x steps
+    report = out / "report"
+    assert len((report / "results.csv").read_text().splitlines()) == 1 + len(runs)
+    assert (report / "accuracy_vs_step.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_reward_throughput_quick_measures_every_task():

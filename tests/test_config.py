@@ -60,7 +60,7 @@ def test_every_added_field_has_help():
     base = {f.name for f in fields(GRPOConfig)}
     added = [f for f in fields(CountdownGRPOConfig) if f.name not in base]
     assert {f.name for f in added} >= {"algorithm", "reduction", "drgrpo_num_tokens", "hybrid_alpha", "baseline",
-                                       "std_normalization", "advantage_eps"}
+                                       "std_normalization", "advantage_eps", "budget_schedule"}
     for f in fields(CountdownGRPOConfig):
-        if f.name in {a.name for a in added} | {"loss_type", "scale_rewards"}:
+        if f.name in {a.name for a in added} | {"loss_type", "scale_rewards", "shuffle_dataset"}:
             assert f.metadata.get("help"), f.name

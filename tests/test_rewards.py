@@ -200,6 +200,18 @@ def test_length_aware_reward():
     assert log.calls == [(MALFORMED_ROWS_METRIC, 1)]
 
 
+def test_length_aware_reward_follows_the_rollouts_budget():
+    """The trainer passes each rollout's ``completion_budget`` (a budget_schedule moves it): a fifth of it is free."""
+    completions = [CORRECT] * 4
+    ids = [[0] * 40, [0] * 80, [0] * 80, [0] * 400]
+    result, _ = trl_call(length_aware_reward, completions, [NUMS] * 4, [TARGET] * 4, completion_ids=ids,
+                         completion_budget=[200, 200, 400, 2000])
+    assert result == pytest.approx([1.0, 0.9, 1.0, 1.0])
+    with pytest.raises(ValueError, match="completion_budget=1"):
+        length_aware_reward([CORRECT] * 2, nums=[NUMS] * 2, target=[TARGET] * 2, completion_ids=[[1], [1]],
+                            completion_budget=[200])
+
+
 def test_length_aware_reward_needs_completion_ids():
     with pytest.raises(ValueError, match="completion_ids"):
         length_aware_reward([CORRECT], nums=[NUMS], target=[TARGET])

@@ -535,6 +535,8 @@ def test_graduated_reward_subset_rule():
 )
 def test_length_factor(tokens, expected):
     assert length_factor(tokens) == pytest.approx(expected)
+    assert length_factor(tokens, budget=1000) == length_factor(tokens)  # the reference budget
+    assert length_factor(tokens * 4, budget=4000) == pytest.approx(expected)  # relative to the budget
 
 
 # Arbitrary text, and arbitrary text spliced with the pieces that reach the deeper code paths.

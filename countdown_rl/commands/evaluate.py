@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,10 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
         kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": f.metadata.get("help")}
         if f.name == "task_options":
             kwargs["nargs"] = "*"
-        elif isinstance(f.default, int) and not isinstance(f.default, bool):
+        elif (isinstance(f.default, int) and not isinstance(f.default, bool)) or f.type == "int | None":
             kwargs["type"] = int
+        elif f.type == "float | None":
+            kwargs["type"] = float
         if "choices" in f.metadata:
             kwargs["choices"] = f.metadata["choices"]
         group.add_argument(*flags, **kwargs)
@@ -204,6 +206,8 @@ def load_puzzles(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     data = data_arguments(args)
     where = f"--dataset_name {data.dataset_name or data.get_task().default_dataset}"
+    # The training rows' order (data_order) cannot change the held-out rows: do not spend time sorting them.
+    data = replace(data, data_order="random", curriculum_stages=None, curriculum_replay=None)
     try:
         _, test, _ = prepare_data(data, require_train=False)  # an evaluation-only source is fine
     except (ValueError, FileNotFoundError, ConnectionError) as err:

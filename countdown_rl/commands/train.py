@@ -112,7 +112,8 @@ def check_recipe(script_args, training_args, model_args):
 
     Returns the task, with its options parsed.
     """
-    task = script_args.check()  # task, task_options, prompt_template, split_method, sizes
+    task = script_args.check()  # task, task_options, prompt_template, split_method, sizes, data_order
+    training_args.apply_data_order(script_args.data_order)  # a fixed order is not reshuffled by TRL
     if not model_args.model_name_or_path:
         raise ValueError("model_name_or_path: missing (a Hub id or a local model folder)")
     if training_args.max_completion_length is None or training_args.max_completion_length <= 0:

@@ -77,7 +77,17 @@ class CountdownTask(Task):
         return int(row["target"]), tuple(sorted(int(x) for x in row["nums"]))
 
     def difficulty(self, row: Mapping[str, Any]) -> float:
-        return float(len(row["nums"]))
+        """How many numbers, then how much search the puzzle takes (``puzzles.search_effort``, a fraction in
+        [0, 1) of its node bound; an unsolvable puzzle is the hardest with as many numbers).
+
+        >>> task = CountdownTask()
+        >>> task.difficulty({"nums": [1, 2], "target": 3}) < task.difficulty({"nums": [1, 2], "target": 1}) < 3
+        True
+        """
+        from countdown_rl.tasks.countdown.puzzles import SEARCH_LIMIT, search_effort
+
+        nums = [int(x) for x in row["nums"]]
+        return len(nums) + search_effort(nums, int(row["target"])) / (SEARCH_LIMIT + 1)
 
     def judge(self, text: str, row: Mapping[str, Any]) -> Verdict:
         from countdown_rl.tasks.countdown.verifier import score_completion

@@ -38,9 +38,12 @@ from numbers import Integral
 from typing import Union
 
 __all__ = [
-    "Expr", "generate_countdown", "generate_with_solutions", "render", "search_trace", "solve", "solve_tree",
-    "solver_trace",
+    "SEARCH_LIMIT", "Expr", "generate_countdown", "generate_with_solutions", "render", "search_effort",
+    "search_trace", "solve", "solve_tree", "solver_trace",
 ]
+
+SEARCH_LIMIT = 5000
+"""Node bound of :func:`search_effort`: a whole 4-number search tree (4573 nodes) fits under it."""
 
 # An expression tree: a leaf is a given number; a node is (operator, left, right).
 Expr = Union[int, tuple[str, "Expr", "Expr"]]
@@ -168,6 +171,46 @@ def solve_tree(nums: Sequence[int], target: int) -> Expr | None:
                     return expr
                 first = expr if first is None else first
     return first
+
+
+def search_effort(nums: Sequence[int], target: int, *, limit: int = SEARCH_LIMIT) -> int:
+    """How much search a puzzle takes: the nodes a fixed depth-first search enters before it reaches ``target``.
+
+    1. A node is a list of values (the root: the numbers, sorted). Its children replace one pair of values
+       (positions i < j, in order) by each combination of :func:`_combine` (``+``, ``*``, both ``-``, both ``/``;
+       no division by zero), exactly, with ``Fraction``.
+    2. The search enters nodes depth-first in that fixed order, counting each (the root included), and stops at
+       the first node holding one value equal to ``target``, i.e. an expression using every number once.
+    3. The count is capped at ``limit``: an unsolvable puzzle (or one solved later than that) scores ``limit``.
+
+    This is the trial-and-error a solver writing its attempts out would go through, so it grows with the number
+    of numbers and, among puzzles with as many numbers, with how hidden the solution is.
+
+    >>> search_effort([1, 2], 3), search_effort([1, 2], 1), search_effort([1, 1, 1], 99)
+    (2, 5, 5000)
+    """
+    return _search_effort(_check_nums(nums), _check_target(target), int(limit))
+
+
+@lru_cache(maxsize=65536)
+def _search_effort(ms: tuple[int, ...], t: Fraction, limit: int) -> int:
+    entered = 0
+
+    def visit(values: list[Fraction]) -> bool:
+        nonlocal entered
+        entered += 1
+        if len(values) == 1:
+            return values[0] == t
+        for i in range(len(values)):
+            for j in range(i + 1, len(values)):
+                rest = values[:i] + values[i + 1:j] + values[j + 1:]
+                for _op, _swapped, value in _combine(values[i], values[j]):
+                    if entered >= limit or visit([*rest, value]):
+                        return True
+        return False
+
+    found = visit([Fraction(x) for x in ms])
+    return min(entered, limit) if found else limit
 
 
 def render(expr: Expr) -> str:

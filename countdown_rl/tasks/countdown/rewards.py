@@ -175,15 +175,23 @@ def length_aware_reward(
     nums: Sequence[Any],
     target: Sequence[Any],
     completion_ids: Sequence[Sequence[int]] | None = None,
+    completion_budget: Sequence[int] | None = None,
     *,
     unary_minus: bool = False,
     **kwargs: Any,
 ) -> list[float | None]:
-    """``countdown_reward`` times ``verifier.length_factor(len(completion_ids[i]))`` (shorter is better).
+    """``countdown_reward`` times ``verifier.length_factor(len(completion_ids[i]), completion_budget[i])``.
+
+    Shorter is better, relative to the rollout's completion budget: the trainer passes ``completion_budget`` (one
+    entry per completion: the budget the rollout was generated with, which a ``budget_schedule`` moves). Without
+    it the reference budget of 1000 tokens applies (200 tokens free).
 
     >>> length_aware_reward(["<answer>2 * 3</answer>"] * 2, nums=[[2, 3]] * 2, target=[6] * 2,
     ...                     completion_ids=[[0] * 150, [0] * 400])
     [1.0, 0.9]
+    >>> length_aware_reward(["<answer>2 * 3</answer>"] * 2, nums=[[2, 3]] * 2, target=[6] * 2,
+    ...                     completion_ids=[[0] * 200, [0] * 400], completion_budget=[500, 2000])
+    [0.9, 1.0]
     """
     if completion_ids is None:
         raise ValueError(
@@ -193,11 +201,13 @@ def length_aware_reward(
 
     def score(index: int, text: str, numbers: list[int], row_target: int) -> float:
         base = verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact", unary_minus=unary_minus)
-        return base * verifier.length_factor(len(completion_ids[index]))
+        budget = None if completion_budget is None else int(completion_budget[index])
+        return base * verifier.length_factor(len(completion_ids[index]), budget)
 
-    return _score_rows(
-        "length_aware_reward", completions, nums, target, kwargs, score, completion_ids=completion_ids
-    )
+    columns = {"completion_ids": completion_ids}
+    if completion_budget is not None:
+        columns["completion_budget"] = completion_budget
+    return _score_rows("length_aware_reward", completions, nums, target, kwargs, score, **columns)
 
 
 REWARD_FUNCS: dict[str, Callable[..., list[float | None]]] = {

@@ -405,12 +405,23 @@ def graduated_reward(
     return 0.3
 
 
-def length_factor(completion_tokens: int) -> float:
-    """Length multiplier ``0.8 + 0.2 * min(1, 200 / completion_tokens)``: 1.0 up to 200 tokens, then down to 0.8.
+LENGTH_FREE_FRACTION = 0.2
+"""Share of the completion budget a length-aware reward leaves unpenalised."""
+REFERENCE_BUDGET = 1000
+"""The budget :func:`length_factor` assumes when it is given none (200 free tokens)."""
 
-    >>> length_factor(100), length_factor(400), length_factor(0)
-    (1.0, 0.9, 1.0)
+
+def length_factor(completion_tokens: int, budget: int | None = None) -> float:
+    """Length multiplier ``0.8 + 0.2 * min(1, free / completion_tokens)`` with ``free = 0.2 * budget`` tokens.
+
+    1.0 within the first fifth of the completion budget, then down towards 0.8 (0.84 at the whole budget). The
+    trainer passes the rollout's budget (``budget_schedule`` moves it); without one the budget is 1000 tokens: 1.0
+    up to 200 tokens.
+
+    >>> length_factor(100), length_factor(400), length_factor(0), length_factor(40, budget=100)
+    (1.0, 0.9, 1.0, 0.9)
     """
     if completion_tokens <= 0:
         return 1.0
-    return 0.8 + 0.2 * min(1.0, 200 / completion_tokens)
+    free = LENGTH_FREE_FRACTION * (REFERENCE_BUDGET if budget is None else budget)
+    return 0.8 + 0.2 * min(1.0, free / completion_tokens)

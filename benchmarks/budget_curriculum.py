@@ -1,0 +1,271 @@
+"""Budget curriculum vs fixed budgets, and GRPO vs Dr.GRPO at a long budget: a toy study, offline on a CPU.
+
+Same warm start as ``benchmarks/toy_replication.py`` (the demo's puzzles, the tiny tokenizer and a small random
+Qwen3, SFT on search traces: 1-2 checked wrong attempts then the solution, 51-98 tokens, 2000 steps), seed 0.
+Every RL run starts from that SFT model; the RL seed varies (``--seeds``, default 0 1).
+
+(a) Budget curriculum. For GRPO and Dr.GRPO: ``budget_schedule`` 40 -> 48 -> 64 tokens (a third of the steps
+    each) against fixed budgets of 40, 48 and 64, with the same steps, seeds, puzzles and data order. Each
+    trained model is scored greedily on the held-out puzzles at 40, 48 and 64 tokens (one generation at 64 cut to
+    each) -> ``<run>/eval_budgets/``. Dr.GRPO's normaliser follows the rollout's budget (the default).
+(b) Long budget. GRPO vs Dr.GRPO at 256 tokens, several times the answers' length, same seeds: the mean length of
+    correct and incorrect sampled completions over training (``outcomes/mean_length_correct|incorrect`` in each
+    run's ``trainer_state.json``), first and last tenth of the steps, and per step in ``long_budget_lengths.csv``.
+
+Every table row is read back from the runs' own files (``run_info.json``, ``trainer_state.json``,
+``eval_budgets/eval.json``, ``eval/eval.json``), and the budgets each run really trained at come from its logged
+``completion_budget``. Outputs in ``--output-dir``: ``budget_curriculum.md`` and ``budget_curriculum.json``
+(tables and per-run rows), ``long_budget_lengths.csv``, ``report/`` (``countdown-rl report`` on every run).
+
+    python benchmarks/budget_curriculum.py            # the full study: hours on 2 CPU cores
+    python benchmarks/budget_curriculum.py --quick    # smoke check: the same pipeline, a few steps, tiny sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from countdown_rl import demo  # noqa: E402
+from countdown_rl.algorithms import ALGORITHMS, display_name  # noqa: E402
+from countdown_rl.runs import read_run_record  # noqa: E402
+
+BUDGETS = (40, 48, 64)
+LONG_BUDGET = 256
+QUICK_LONG_BUDGET = 96
+SFT = {"trace": "search", "min_failed": 1, "max_failed": 2, "sft_steps": 2000}  # toy_replication's warm start
+GRPO_STEPS = 450
+SEEDS = (0, 1)
+RESULTS_FILE = "budget_curriculum.json"
+TABLE_FILE = "budget_curriculum.md"
+LENGTHS_FILE = "long_budget_lengths.csv"
+EVAL_BUDGETS_DIR = "eval_budgets"
+LENGTH_KEYS = {"correct": "outcomes/mean_length_correct", "incorrect": "outcomes/mean_length_incorrect"}
+
+
+def thirds_schedule(budgets: list[int], steps: int) -> list[list[int]]:
+    """``budgets`` (ascending) in equal shares of ``steps``: ``[[0, b0], [steps // k, b1], ...]``.
+
+    >>> thirds_schedule([40, 48, 64], 450), thirds_schedule([40, 48, 64], 3)
+    ([[0, 40], [150, 48], [300, 64]], [[0, 40], [1, 48], [2, 64]])
+    """
+    k = len(budgets)
+    return [[i * steps // k, budget] for i, budget in enumerate(budgets)]
+
+
+def study_config(args: argparse.Namespace) -> demo.DemoConfig:
+    """The demo's settings (``--quick``: its quick ones) with toy_replication's SFT start and this study's dir."""
+    config = demo.quick_config() if args.quick else demo.DemoConfig()
+    overrides = {"output_dir": args.output_dir, "seed": 0, **SFT, "grpo_steps": GRPO_STEPS}
+    if args.quick:  # 3 steps (one per budget), no in-training evaluation or checkpoint, 16 held-out puzzles
+        overrides.update(sft_steps=config.sft_steps, grpo_steps=3, in_training_eval=0, save_steps=1000,
+                         prompts_per_step=2, puzzles=replace(config.puzzles, num_eval=16))
+    if args.grpo_steps is not None:
+        overrides["grpo_steps"] = args.grpo_steps
+    return replace(config, **overrides)
+
+
+def plan_runs(base: demo.DemoConfig, seeds: list[int], long_budget: int) -> list[tuple[str, demo.DemoConfig, dict]]:
+    """``(run folder name, config, study record)`` for every run of (a) then (b)."""
+    runs = []
+    schedule = thirds_schedule(list(BUDGETS), base.grpo_steps)
+    for part, variants in (
+        ("a", [("curriculum", max(BUDGETS), schedule)] + [(f"fixed-{b}", b, None) for b in BUDGETS]),
+        ("b", [(f"fixed-{long_budget}", long_budget, None)]),
+    ):
+        for algorithm in ALGORITHMS:
+            for label, budget, sched in variants:
+                for seed in seeds:
+                    config = replace(base, algorithm=algorithm, seed=seed, max_completion_length=budget,
+                                     budget_schedule=tuple(map(tuple, sched)) if sched else None)
+                    study = {"part": part, "label": label, "seed": seed, "algorithm": algorithm}
+                    runs.append((f"{part}-{algorithm}-{label}-s{seed}", config, study))
+    return runs
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Rows from the runs' own files
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _history(run_dir: Path) -> list[dict]:
+    state = json.loads((run_dir / "trainer_state.json").read_text(encoding="utf-8"))
+    return [h for h in state["log_history"] if "loss" in h]
+
+
+def _budget_path(history: list[dict]) -> str:
+    """The budgets the run trained at, in order (from the logged ``completion_budget``): ``40 -> 48 -> 64``."""
+    path = []
+    for h in history:
+        budget = h.get("completion_budget")
+        if budget is not None and (not path or path[-1] != int(budget)):
+            path.append(int(budget))
+    return " -> ".join(map(str, path))
+
+
+def _tenth_mean(history: list[dict], key: str, last: bool) -> float | None:
+    values = [h[key] for h in history if key in h]
+    if not values:
+        return None
+    n = max(1, len(values) // 10)
+    chunk = values[-n:] if last else values[:n]
+    return sum(chunk) / len(chunk)
+
+
+def run_row(run_dir: Path) -> dict:
+    """One run's row, read from its files: record, budgets trained at, evaluations, completion lengths."""
+    from countdown_rl.evaluation import read_eval
+
+    record = read_run_record(run_dir)
+    study = record.extra["study"]
+    history = _history(run_dir)
+    row = {**study, "run": run_dir.name, "max_completion_length": record.max_completion_length,
+           "budget_schedule": record.budget_schedule, "steps": history[-1]["step"] if history else 0,
+           "trained_budgets": _budget_path(history)}
+    evals = {r.max_tokens: r for r in read_eval(run_dir / "eval")["results"]}
+    if (run_dir / EVAL_BUDGETS_DIR / "eval.json").is_file():
+        evals.update({r.max_tokens: r for r in read_eval(run_dir / EVAL_BUDGETS_DIR)["results"]})
+    row["accuracy"] = {str(b): r.accuracy for b, r in sorted(evals.items())}
+    row["mean_tokens"] = {str(b): r.mean_tokens for b, r in sorted(evals.items())}
+    for kind, key in LENGTH_KEYS.items():
+        row[f"length_{kind}_first"] = _tenth_mean(history, key, last=False)
+        row[f"length_{kind}_last"] = _tenth_mean(history, key, last=True)
+    return row
+
+
+def _mean(values: list[float]) -> str:
+    from countdown_rl.files import format_percent
+
+    if not values:
+        return "n/a"
+    spread = f" ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 else ""
+    return f"{format_percent(statistics.mean(values))}{spread}"
+
+
+def _length(first: float | None, last: float | None) -> str:
+    show = lambda v: "n/a" if v is None else f"{v:.1f}"  # noqa: E731
+    return f"{show(first)} -> {show(last)}"
+
+
+def render_tables(rows: list[dict], budgets: list[int], long_budget: int) -> str:
+    """Markdown: (a) accuracy at each budget, mean ± std over seeds; (b) per run, lengths first -> last tenth."""
+    from countdown_rl.files import format_percent, render_markdown_table
+
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in rows:
+        if row["part"] == "a":
+            groups.setdefault((row["algorithm"], row["label"]), []).append(row)
+    body_a = []
+    for (algorithm, label), runs in groups.items():
+        trained = sorted({r["trained_budgets"] for r in runs})
+        body_a.append([display_name(algorithm), label, " ".join(str(r["seed"]) for r in runs), " / ".join(trained)]
+                      + [_mean([r["accuracy"][str(b)] for r in runs]) for b in budgets])
+    table_a = render_markdown_table(
+        ["algorithm", "budget", "seeds", "trained at", *[f"accuracy @{b}" for b in budgets]], body_a)
+    body_b = [[display_name(r["algorithm"]), str(r["seed"]), format_percent(r["accuracy"][str(long_budget)]),
+               _length(r["length_correct_first"], r["length_correct_last"]),
+               _length(r["length_incorrect_first"], r["length_incorrect_last"])]
+              for r in rows if r["part"] == "b"]
+    table_b = render_markdown_table(
+        ["algorithm", "seed", f"accuracy @{long_budget}", "correct length (first -> last tenth)",
+         "incorrect length (first -> last tenth)"], body_b)
+    return (f"## (a) budget curriculum vs fixed budgets (greedy held-out accuracy, mean ± std over seeds, points)\n\n"
+            f"{table_a}\n\n## (b) {long_budget}-token budget: sampled completion lengths over training\n\n{table_b}\n")
+
+
+def write_lengths_csv(run_dirs: list[Path], path: Path) -> int:
+    """Per step of every (b) run: the mean length of correct and incorrect sampled completions."""
+    count = 0
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["run", "algorithm", "seed", "step", "mean_length_correct", "mean_length_incorrect"])
+        for run_dir in run_dirs:
+            study = read_run_record(run_dir).extra["study"]
+            for h in _history(run_dir):
+                writer.writerow([run_dir.name, study["algorithm"], study["seed"], h["step"],
+                                 h.get(LENGTH_KEYS["correct"], ""), h.get(LENGTH_KEYS["incorrect"], "")])
+                count += 1
+    return count
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The study
+# --------------------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output-dir", default="outputs/budget-curriculum", help="where every run goes")
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help=f"RL seeds, one run per seed and configuration (default {' '.join(map(str, SEEDS))}; "
+                        "--quick: 0)")
+    parser.add_argument("--grpo-steps", type=int, help=f"RL steps per run (default {GRPO_STEPS}; --quick: 3)")
+    parser.add_argument("--long-budget", type=int,
+                        help=f"the long budget of part (b), in tokens (default {LONG_BUDGET}; --quick: "
+                        f"{QUICK_LONG_BUDGET})")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke check (well under a minute): the demo's --quick sizes, 3 steps, one seed")
+    args = parser.parse_args(argv)
+    args.seeds = args.seeds or ([0] if args.quick else list(SEEDS))
+    if args.long_budget is None:
+        args.long_budget = QUICK_LONG_BUDGET if args.quick else LONG_BUDGET
+    if (args.grpo_steps is not None and args.grpo_steps < len(BUDGETS)) or args.long_budget <= 0:
+        parser.error(f"--grpo-steps must be >= {len(BUDGETS)} (one per budget) and --long-budget positive")
+    if len(set(args.seeds)) != len(args.seeds):
+        parser.error("--seeds must be distinct")
+    out = Path(args.output_dir)
+    if out.exists() and not out.is_dir():
+        parser.error(f"--output-dir {out} exists and is not a folder")
+    base = study_config(args)
+    demo.setup_environment(base.num_threads)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+
+    warm = demo.warm_start(base)
+    demo.zero_shot_stage(base, warm, [*BUDGETS, args.long_budget])
+    run_dirs = []
+    for name, config, study in plan_runs(base, args.seeds, args.long_budget):
+        run_dir = out / name
+        demo.prepare_run_dir(run_dir, resume=False)
+        trained = demo.rl_stage(config, warm, run_dir, run_info={"study": study})
+        if study["part"] == "a":  # every (a) run at every budget: one generation at the largest, cut to each
+            demo.evaluate_stage(trained["model"], trained["tokenizer"], warm.puzzles["eval"], budgets=list(BUDGETS),
+                                out_dir=run_dir / EVAL_BUDGETS_DIR, batch_size=config.eval_batch_size,
+                                meta={"model": str(run_dir), "stage": "final", "algorithm": config.algorithm},
+                                show_progress=not config.quick)
+        run_dirs.append(run_dir)
+
+    from countdown_rl.commands.report import main as report_main
+    from countdown_rl.files import write_json_atomic
+
+    rows = [run_row(run_dir) for run_dir in run_dirs]
+    tables = render_tables(rows, list(BUDGETS), args.long_budget)
+    lengths_rows = write_lengths_csv([d for d, r in zip(run_dirs, rows) if r["part"] == "b"], out / LENGTHS_FILE)
+    (out / TABLE_FILE).write_text(tables, encoding="utf-8")
+    summary = {
+        "command": "python benchmarks/budget_curriculum.py" + (" --quick" if args.quick else ""),
+        "budgets": list(BUDGETS), "schedule": thirds_schedule(list(BUDGETS), base.grpo_steps),
+        "long_budget": args.long_budget, "seeds": args.seeds, "num_eval_puzzles": len(warm.puzzles["eval"]),
+        "sft": warm.record, "runs": rows, "tables": tables, "lengths_csv_rows": lengths_rows,
+        "total_seconds": round(time.time() - started, 1), "config": asdict(base),
+    }
+    write_json_atomic(out / RESULTS_FILE, summary)
+    code = report_main([*map(str, run_dirs), "--out", str(out / "report"), "--samples", "1"])
+    print(f"\n== budget curriculum study: {len(run_dirs)} runs, {base.grpo_steps} RL steps each, seeds "
+          f"{' '.join(map(str, args.seeds))} ==\n")
+    print(tables)
+    print(f"total {summary['total_seconds']:.0f} s; files: {out / TABLE_FILE}, {out / RESULTS_FILE}, "
+          f"{out / LENGTHS_FILE}, report: {out / 'report'}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
