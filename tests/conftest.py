@@ -33,3 +33,25 @@ def no_loading(monkeypatch):
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", tripwire)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module's tests (tiny models: one thread is faster than two fighting over cores)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def puzzles(tmp_path_factory):
+    """64 generated Countdown puzzles (seed 0) in a JSONL file."""
+    from countdown_rl.data import write_jsonl
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+
+    path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
+    write_jsonl(generate_countdown(64, seed=0), path)
+    return path

@@ -34,17 +34,10 @@ from countdown_rl.compiled_generation import (
     merged_lora,
 )
 from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
-from tests.test_train import puzzles  # noqa: F401  (fixture: a small generated puzzle file)
 
 EOS_ID = 3  # <|im_end|> in the tiny tokenizer
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: tiny models, one thread
 
 
 @pytest.fixture(autouse=True)

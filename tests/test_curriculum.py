@@ -37,13 +37,7 @@ from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: tiny models, one thread
 
 
 @pytest.fixture(scope="module")

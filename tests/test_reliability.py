@@ -37,16 +37,6 @@ FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
 ERROR = "countdown-rl train: error: "
 
 
-@pytest.fixture(scope="module")
-def puzzles(tmp_path_factory):
-    from countdown_rl.data import write_jsonl
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
-
-    path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
-    write_jsonl(generate_countdown(64, seed=0), path)
-    return path
-
-
 def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> SimpleNamespace:
     """``countdown-rl train`` on the smoke recipe in a subprocess, with ``fault`` injected (fault_run.py)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",

@@ -35,16 +35,6 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OF
        "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-@pytest.fixture(scope="module")
-def puzzles(tmp_path_factory):
-    from countdown_rl.data import write_jsonl
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
-
-    path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
-    write_jsonl(generate_countdown(64, seed=0), path)
-    return path
-
-
 def base_recipe(tmp: Path, model_dir, puzzles, **overrides) -> Path:
     recipe = yaml.safe_load(SMOKE.read_text())
     recipe.update(model_name_or_path=str(model_dir), dataset_name=str(puzzles), max_steps=12, save_steps=2,

@@ -45,23 +45,7 @@ SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
 ERROR_PREFIX = "countdown-rl train: error: "
 LOGGED_PER_STEP = ("loss", "grad_norm", "learning_rate", "reward", "reward_std", "entropy", "num_tokens")
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="module")
-def puzzles(tmp_path_factory):
-    from countdown_rl.data import write_jsonl
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
-
-    path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
-    write_jsonl(generate_countdown(64, seed=0), path)
-    return path
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: tiny models, one thread
 
 
 # ---------------------------------------------------------------------------------------------------------------
