@@ -5,7 +5,6 @@ and sweep specs, run the sweeps with ``countdown-rl sweep`` and read the numbers
 * ``run_sweeps``: each spec's runs, ``jobs`` at a time. With ``jobs == 1`` that is ``countdown-rl sweep SPEC`` (one
   run after another); with more, ``countdown-rl sweep SPEC --index I`` processes side by side, as a SLURM array
   would run them, each with ``threads`` torch threads. Finished runs are skipped either way.
-* ``seconds``: the wall time of each run (from its ``sweep_run.json``), to say how long a study takes on one core.
 """
 
 from __future__ import annotations
@@ -68,10 +67,3 @@ def run_sweeps(specs: Sequence[Path], *, jobs: int = 1, threads: int = 2) -> dic
     print(f"{len(tasks)} runs, {jobs} at a time: {time.time() - started:.0f} s", flush=True)
     return codes
 
-
-def seconds(sweep_root: str | Path) -> list[float]:
-    """The recorded wall time of each finished run of a sweep (``sweep_run.json``)."""
-    from countdown_rl.sweeps import read_status
-
-    return [s["seconds"] for p in sorted(Path(sweep_root).iterdir()) if p.is_dir()
-            for s in [read_status(p)] if s.get("state") == "finished" and "seconds" in s]

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from _studies import ROOT, run_sweeps, seconds, write_yaml  # noqa: E402
+from _studies import ROOT, run_sweeps, write_yaml  # noqa: E402
 
 WARMUP = {"task": "format_copy", "task_options": ["max_digits=3"], "rows": 400, "steps": 220}
 # sweep -> (zipped axes: recipe key -> values, fixed overrides, optimizer steps per rollout for each point)
@@ -110,20 +110,20 @@ def run_numbers(result) -> dict:
 
 
 def _agg(values):
-    known = [v for v in values if v is not None]
-    if not known:
-        return "—"
-    mean = statistics.fmean(known)
-    return f"{mean:.3f}" + (f" ± {statistics.stdev(known):.3f}" if len(known) > 1 else "")
+    from countdown_rl.sweep_report import mean_sd
+
+    mean, sd, _ = mean_sd(values)
+    return "—" if mean is None else f"{mean:.3f}" + ("" if sd is None else f" ± {sd:.3f}")
 
 
 def summarise(out: Path, names: list[str], args, wall: float) -> str:
     from countdown_rl.files import render_markdown_table, write_json_atomic
     from countdown_rl.sweep_report import paired_test, write_sweep_report
 
-    sections, data = [], {}
+    sections, data, per_run = [], {}, []
     for name in names:
         sweep = write_sweep_report(out / "runs" / name, out / "runs" / name / "report")
+        per_run += [r.seconds for r in sweep.results if r.seconds is not None]
         rows, data[name] = [], {}
         for point in sweep.points():
             numbers = [run_numbers(r) for r in sweep.of_point(point) if r.accuracy is not None]
@@ -142,7 +142,6 @@ def summarise(out: Path, names: list[str], args, wall: float) -> str:
                          f"solved only by GRPO {test['only_a']}, only by GR-REINFORCE {test['only_b']}, "
                          f"McNemar p = {test['p_value']:.3f}.", ""]
             data["grpo_vs_reinforce"] = test
-    per_run = [s for name in names for s in seconds(out / "runs" / name)]
     sections += [f"Runs: {len(per_run)} finished, {sum(per_run):.0f} s of run time in all ({args.jobs} at a time, "
                  f"{args.threads} thread(s) each); wall time {wall:.0f} s.", ""]
     md = "\n".join([f"# Seed 002's study on format_copy ({args.rollouts} rollouts per run, seeds {args.seeds})", "",

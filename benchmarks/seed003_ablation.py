@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from _studies import run_sweeps, seconds, write_yaml  # noqa: E402
+from _studies import run_sweeps, write_yaml  # noqa: E402
 
 # name -> (baseline, reduction, std_normalization, seed 003's final accuracy in %)
 VARIANTS = {
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def summarise(out: Path, args, wall: float, codes: dict) -> int:
     from countdown_rl.files import render_markdown_table, write_json_atomic
-    from countdown_rl.sweep_report import paired_test, write_sweep_report
+    from countdown_rl.sweep_report import mean_sd, paired_test, write_sweep_report
 
     sweep = write_sweep_report(out / "runs", out / "runs" / "report")
     by_variant = {}
@@ -149,9 +149,8 @@ def summarise(out: Path, args, wall: float, codes: dict) -> int:
     for name, (_, _, _, theirs) in VARIANTS.items():
         if name not in by_variant:
             continue
-        accs = by_variant.get(name, {}).get("accuracies", [])
-        mean = sum(accs) / len(accs) if accs else None
-        sd = (sum((a - mean) ** 2 for a in accs) / (len(accs) - 1)) ** 0.5 if len(accs) > 1 else None
+        accs = by_variant[name]["accuracies"]
+        mean, sd, _ = mean_sd(accs)
         rows.append({"variant": name, "seed003_pct": theirs, "toy_pct": accs, "toy_mean_pct": mean, "toy_sd_pct": sd})
         table.append([name, f"{theirs:.2f}%", "—" if mean is None else f"{mean:.1f}%" + ("" if sd is None else
                       f" ± {sd:.1f}"), ", ".join(f"{a:.1f}" for a in accs)])
@@ -165,7 +164,7 @@ def summarise(out: Path, args, wall: float, codes: dict) -> int:
         comparisons.append({"a": a, "b": b, "claim": claim, "seed003_points": theirs, "toy_points": diff, **test})
         ctable.append([f"{a} − {b}", claim, f"{theirs:+.2f}", "—" if diff is None else f"{diff:+.1f}",
                        f"{test['only_a']} / {test['only_b']} of {test['pairs']}", f"{test['p_value']:.3f}"])
-    per_run = seconds(out / "runs")
+    per_run = [r.seconds for r in sweep.results if r.seconds is not None]
     md = "\n".join([
         f"# Seed 003's ablation at toy scale ({len(args.seeds)} seed(s), budget {args.budget} tokens)", "",
         render_markdown_table(["variant", "seed 003 (MATH, final)", "toy (held-out, mean ± sd)", "per seed"], table),

@@ -27,6 +27,7 @@ from typing import Any
 
 from countdown_rl.files import render_markdown_table, write_atomic
 from countdown_rl.report import Run, ReportError, _save, load_run, series
+from countdown_rl.sweeps import read_status
 
 SWEEP_FILE = "sweep.json"
 # (panel title, metric in the log history, is an eval metric, shown in percent, log scale)
@@ -103,8 +104,6 @@ def _row_key(sample: dict[str, Any]) -> str:
 
 
 def _result(root: Path, entry: dict[str, Any], notes: list[str]) -> SweepRunResult:
-    from countdown_rl.sweeps import read_status
-
     result = SweepRunResult(entry["name"], entry["point"], entry.get("label", entry["point"]), entry["values"],
                             entry["seed"], None)
     path = root / entry["name"]  # every run lives in <output_root>/<name>: the sweep folder can move

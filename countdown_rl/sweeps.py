@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,15 +248,14 @@ def parse_spec(path: str | Path, *, known_keys: set[str] | None = None) -> Sweep
     label_axes = raw.get("label_axes", list(axes))
     if not isinstance(label_axes, list) or not label_axes or any(k not in axes for k in label_axes):
         raise SweepError(f"{path}: label_axes: must be a non-empty list of the axes {list(axes)}, got {label_axes!r}")
-    labels = [json.dumps([p[k] for k in label_axes], sort_keys=True) for p in
-              (dict(zip(axes, row)) for row in (zip(*axes.values()) if mode == "zip"
-                                                else itertools.product(*axes.values())))]
-    if len(set(labels)) != len(labels):
-        raise SweepError(f"{path}: label_axes: {label_axes} do not tell every point apart; add an axis")
-    return SweepSpec(path=path, name=name, base=base, base_recipe=base_recipe, axes=dict(axes), mode=mode,
+    spec = SweepSpec(path=path, name=name, base=base, base_recipe=base_recipe, axes=dict(axes), mode=mode,
                      seeds=tuple(seeds), overrides=dict(overrides), output_root=Path(root),
                      accelerate_config=None if accelerate_config is None else str(accelerate_config), slurm=slurm,
                      label_axes=tuple(label_axes))
+    labels = [json.dumps([p[k] for k in label_axes], sort_keys=True) for p in points(spec)]
+    if len(set(labels)) != len(labels):
+        raise SweepError(f"{path}: label_axes: {label_axes} do not tell every point apart; add an axis")
+    return spec
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -429,7 +429,7 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
     checkpoint and exits 75."""
     run.output_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, PROGRESS_ENV: f"{run.index + 1}/{total} {run.name}", "PYTHONUNBUFFERED": "1"}
-    recent: list[str] = []
+    recent: deque[str] = deque(maxlen=200)  # the output's tail, for the error line of a failed run
     with open(run.output_dir / RUN_LOG, "a", encoding="utf-8") as log:
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(train_command(run, accelerate_config))}\n")
         log.flush()
@@ -446,13 +446,13 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
         try:
             for line in child.stdout:
                 log.write(line)
-                recent = (recent + [line.rstrip("\n")])[-200:]
+                recent.append(line.rstrip("\n"))
                 progress = line.find("[sweep ")  # may follow a progress bar's last frame on the same line
                 if echo or ": error: " in line:
                     print(line, end="", flush=True)
                 elif progress >= 0:
                     print(line[progress:], end="", flush=True)
-            return child.wait(), recent
+            return child.wait(), list(recent)
         finally:
             for sig, handler in forwarded.items():
                 signal.signal(sig, handler)
@@ -473,8 +473,8 @@ def run_local(spec: SweepSpec, runs: Sequence[SweepRun], *, only: Sequence[int] 
             print(f"{head} finished before: skipped", flush=True)  # its sweep_run.json (time taken) is kept
             continue
         print(f"{head} {'resuming' if state != 'new' else 'starting'} -> {run.output_dir}", flush=True)
-        record_status(run, state="running", started=time.time())
         started = time.time()
+        record_status(run, state="running", started=started)
         code, lines = run_one(run, len(runs), accelerate_config=spec.accelerate_config, echo=echo)
         seconds = round(time.time() - started, 1)
         if code == 0:
