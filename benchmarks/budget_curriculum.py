@@ -17,7 +17,12 @@ Every table row is read back from the runs' own files (``run_info.json``, ``trai
 ``completion_budget``. Outputs in ``--output-dir``: ``budget_curriculum.md`` and ``budget_curriculum.json``
 (tables and per-run rows), ``long_budget_lengths.csv``, ``report/`` (``countdown-rl report`` on every run).
 
-    python benchmarks/budget_curriculum.py            # the full study: hours on 2 CPU cores
+``--jobs N`` trains N runs at a time, each in its own process (``--threads`` torch threads, default 1; output in
+``logs/<run>.log``); ``--part a`` / ``--part b`` runs one study; ``--sft-from`` copies a finished SFT start made
+with the same settings (refused otherwise); ``--resume`` reuses every finished run (``<run>/study_run.json``,
+written last, records its settings and seconds) and continues the others from their checkpoints.
+
+    python benchmarks/budget_curriculum.py --sft-from outputs/toy-replication --jobs 2   # both studies, 2 cores
     python benchmarks/budget_curriculum.py --quick    # smoke check: the same pipeline, a few steps, tiny sizes
 """
 
@@ -26,7 +31,9 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
@@ -48,6 +55,7 @@ RESULTS_FILE = "budget_curriculum.json"
 TABLE_FILE = "budget_curriculum.md"
 LENGTHS_FILE = "long_budget_lengths.csv"
 EVAL_BUDGETS_DIR = "eval_budgets"
+RUN_DONE_FILE = "study_run.json"  # written last: the run and its evaluations are complete
 LENGTH_KEYS = {"correct": "outcomes/mean_length_correct", "incorrect": "outcomes/mean_length_incorrect"}
 
 
@@ -201,7 +209,70 @@ def write_lengths_csv(run_dirs: list[Path], path: Path) -> int:
 # --------------------------------------------------------------------------------------------------------------
 
 
+def _identity(config: demo.DemoConfig, study: dict) -> dict:
+    """What makes two runs the same run: the study cell and every setting but ``resume`` and the threads."""
+    return json.loads(json.dumps({"study": study, "config": asdict(replace(config, resume=False, num_threads=0))}))
+
+
+def _finished(run_dir: Path, config: demo.DemoConfig, study: dict) -> bool:
+    """Whether ``run_dir`` holds this run, finished with its evaluations (``RUN_DONE_FILE`` is written last)."""
+    try:
+        done = json.loads((run_dir / RUN_DONE_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    return done.get("identity") == _identity(config, study)
+
+
+def train_one(name: str, config: demo.DemoConfig, study: dict, warm: demo.WarmStart, out: Path) -> float:
+    """One planned run: train, evaluate ((a): at every budget of :data:`BUDGETS`), then mark it finished."""
+    from countdown_rl.files import write_json_atomic
+
+    run_dir = out / name
+    started = time.time()
+    demo.prepare_run_dir(run_dir, resume=config.resume)
+    (run_dir / RUN_DONE_FILE).unlink(missing_ok=True)
+    trained = demo.rl_stage(config, warm, run_dir, run_info={"study": study})
+    if study["part"] == "a":  # every (a) run at every budget: one generation at the largest, cut to each
+        demo.evaluate_stage(trained["model"], trained["tokenizer"], warm.puzzles["eval"], budgets=list(BUDGETS),
+                            out_dir=run_dir / EVAL_BUDGETS_DIR, batch_size=config.eval_batch_size,
+                            meta={"model": str(run_dir), "stage": "final", "algorithm": config.algorithm},
+                            show_progress=not config.quick)
+    seconds = round(time.time() - started, 1)
+    write_json_atomic(run_dir / RUN_DONE_FILE, {"identity": _identity(config, study), "seconds": seconds,
+                                               "threads": config.num_threads})
+    return seconds
+
+
+def _run_seconds(run_dir: Path) -> float | None:
+    try:
+        return json.loads((run_dir / RUN_DONE_FILE).read_text(encoding="utf-8"))["seconds"]
+    except (OSError, json.JSONDecodeError, KeyError):
+        return None
+
+
+def run_parallel(names: list[str], argv: list[str], jobs: int, out: Path) -> dict[str, int]:
+    """Each run as ``budget_curriculum.py ARGV --run NAME`` (it reuses the SFT start), ``jobs`` at a time; its
+    output goes to ``<out>/logs/NAME.log``. Returns ``{name: exit code}``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+
+    def one(name: str) -> int:
+        t = time.time()
+        with (logs / f"{name}.log").open("a", encoding="utf-8") as log:
+            code = subprocess.call([sys.executable, __file__, *argv, "--run", name], stdout=log,
+                                   stderr=subprocess.STDOUT)
+        print(f"{name}: {'finished' if code == 0 else f'FAILED (exit {code}, see {logs / name}.log)'} "
+              f"in {time.time() - t:.0f} s", flush=True)
+        return code
+
+    with ThreadPoolExecutor(jobs) as pool:
+        return dict(zip(names, pool.map(one, names)))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", default="outputs/budget-curriculum", help="where every run goes")
     parser.add_argument("--seeds", type=int, nargs="+",
@@ -211,8 +282,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-budget", type=int,
                         help=f"the long budget of part (b), in tokens (default {LONG_BUDGET}; --quick: "
                         f"{QUICK_LONG_BUDGET})")
+    parser.add_argument("--part", choices=["a", "b"], action="append",
+                        help="run only this part (repeatable; default both): a = curriculum vs fixed, b = long budget")
+    parser.add_argument("--sft-from",
+                        help="a toy replication's --output-dir (or seed003_ablation's toy/) whose finished SFT stage "
+                        "to copy instead of training it (refused if made with other settings)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at a time, each in its own process (default 1)")
+    parser.add_argument("--threads", type=int, help="torch threads per run (default 2; with --jobs > 1: 1)")
+    parser.add_argument("--resume", action="store_true",
+                        help="reuse the SFT start, the zero-shot evaluation and every finished run; continue "
+                        "unfinished runs from their checkpoints")
+    parser.add_argument("--run", help=argparse.SUPPRESS)  # internal (--jobs): train only this planned run
     parser.add_argument("--quick", action="store_true",
-                        help="smoke check (well under a minute): the demo's --quick sizes, 3 steps, one seed")
+                        help="smoke check (a minute or two): the demo's --quick sizes, 3 steps, one seed")
     args = parser.parse_args(argv)
     args.seeds = args.seeds or ([0] if args.quick else list(SEEDS))
     if args.long_budget is None:
@@ -221,40 +303,67 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--grpo-steps must be >= {len(BUDGETS)} (one per budget) and --long-budget positive")
     if len(set(args.seeds)) != len(args.seeds):
         parser.error("--seeds must be distinct")
+    if args.jobs < 1 or (args.threads is not None and args.threads < 1):
+        parser.error("--jobs and --threads must be positive")
     out = Path(args.output_dir)
     if out.exists() and not out.is_dir():
         parser.error(f"--output-dir {out} exists and is not a folder")
-    base = study_config(args)
-    demo.setup_environment(base.num_threads)
+    parts = sorted(set(args.part or ["a", "b"]))
+    threads = args.threads or (1 if args.jobs > 1 else 2)
+    base = replace(study_config(args), num_threads=threads)
+    plan = [r for r in plan_runs(base, args.seeds, args.long_budget) if r[2]["part"] in parts]
+    plan = [(name, replace(config, resume=args.resume), study) for name, config, study in plan]
+    if args.run is not None and args.run not in [name for name, _, _ in plan]:
+        parser.error(f"--run {args.run} is not a planned run of this study")
+    if args.sft_from:
+        source = Path(args.sft_from)
+        if not demo.sft_stage_done(source / "sft", base):
+            parser.error(f"--sft-from {source}: no finished SFT stage made with this study's settings in "
+                         f"{source / 'sft'} ({demo.STAGE_FILE} missing or different)")
+        if not demo.sft_stage_done(out / "sft", base):
+            for stage in ("base", "sft"):
+                shutil.copytree(source / stage, out / stage, dirs_exist_ok=True)
+    demo.setup_environment(threads)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
 
-    warm = demo.warm_start(base)
-    demo.zero_shot_stage(base, warm, [*BUDGETS, args.long_budget])
-    run_dirs = []
-    for name, config, study in plan_runs(base, args.seeds, args.long_budget):
-        run_dir = out / name
-        demo.prepare_run_dir(run_dir, resume=False)
-        trained = demo.rl_stage(config, warm, run_dir, run_info={"study": study})
-        if study["part"] == "a":  # every (a) run at every budget: one generation at the largest, cut to each
-            demo.evaluate_stage(trained["model"], trained["tokenizer"], warm.puzzles["eval"], budgets=list(BUDGETS),
-                                out_dir=run_dir / EVAL_BUDGETS_DIR, batch_size=config.eval_batch_size,
-                                meta={"model": str(run_dir), "stage": "final", "algorithm": config.algorithm},
-                                show_progress=not config.quick)
-        run_dirs.append(run_dir)
+    reuse = bool(args.resume or args.sft_from or args.run)  # stages are reused only when made with these settings
+    warm = demo.warm_start(replace(base, resume=reuse))
+    if args.run is not None:  # a child of --jobs: the parent made the zero-shot evaluation
+        name, config, study = next(r for r in plan if r[0] == args.run)
+        train_one(name, config, study, warm, out)
+        return 0
+    demo.zero_shot_stage(replace(base, resume=reuse), warm, [*BUDGETS, args.long_budget])
+    todo = [r for r in plan if not (args.resume and _finished(out / r[0], r[1], r[2]))]
+    for name, _, _ in plan:
+        if all(name != t[0] for t in todo):
+            print(f"{name}: reusing the finished run")
+    if args.jobs > 1:
+        codes = run_parallel([name for name, _, _ in todo], [*argv, "--threads", str(threads)], args.jobs, out)
+        if any(codes.values()):
+            print(f"{sum(1 for c in codes.values() if c)} run(s) failed; fix and rerun with --resume", flush=True)
+            return 1
+    else:
+        for name, config, study in todo:
+            train_one(name, config, study, warm, out)
+    run_dirs = [out / name for name, _, _ in plan]
 
     from countdown_rl.commands.report import main as report_main
     from countdown_rl.files import write_json_atomic
 
-    rows = [run_row(run_dir) for run_dir in run_dirs]
+    rows = [{**run_row(run_dir), "seconds": _run_seconds(run_dir)} for run_dir in run_dirs]
     tables = render_tables(rows, list(BUDGETS), args.long_budget)
     lengths_rows = write_lengths_csv([d for d, r in zip(run_dirs, rows) if r["part"] == "b"], out / LENGTHS_FILE)
-    (out / TABLE_FILE).write_text(tables, encoding="utf-8")
+    per_run = [r["seconds"] for r in rows if r["seconds"] is not None]
+    timing = (f"{len(rows)} runs, {sum(per_run):.0f} s of run time ({args.jobs} at a time, {threads} torch "
+              f"thread(s) each); wall time of this invocation {time.time() - started:.0f} s")
+    (out / TABLE_FILE).write_text(f"{tables}\n{timing}\n", encoding="utf-8")
     summary = {
-        "command": "python benchmarks/budget_curriculum.py" + (" --quick" if args.quick else ""),
+        "command": "python benchmarks/budget_curriculum.py " + " ".join(argv),
         "budgets": list(BUDGETS), "schedule": thirds_schedule(list(BUDGETS), base.grpo_steps),
-        "long_budget": args.long_budget, "seeds": args.seeds, "num_eval_puzzles": len(warm.puzzles["eval"]),
-        "sft": warm.record, "runs": rows, "tables": tables, "lengths_csv_rows": lengths_rows,
+        "long_budget": args.long_budget, "seeds": args.seeds, "parts": parts,
+        "num_eval_puzzles": len(warm.puzzles["eval"]), "sft": warm.record, "runs": rows, "tables": tables,
+        "lengths_csv_rows": lengths_rows, "run_seconds": sum(per_run),
         "total_seconds": round(time.time() - started, 1), "config": asdict(base),
     }
     write_json_atomic(out / RESULTS_FILE, summary)
@@ -262,8 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n== budget curriculum study: {len(run_dirs)} runs, {base.grpo_steps} RL steps each, seeds "
           f"{' '.join(map(str, args.seeds))} ==\n")
     print(tables)
-    print(f"total {summary['total_seconds']:.0f} s; files: {out / TABLE_FILE}, {out / RESULTS_FILE}, "
-          f"{out / LENGTHS_FILE}, report: {out / 'report'}")
+    print(f"{timing}\nfiles: {out / TABLE_FILE}, {out / RESULTS_FILE}, {out / LENGTHS_FILE}, report: {out / 'report'}")
     return code
 
 

@@ -138,6 +138,15 @@ def budget_at(schedule: Sequence[Sequence[int]], step: int) -> int:
 # ----------------------------------------------------------------------------------------------------------------
 
 
+def describe_schedule(schedule: Sequence[Sequence[int]]) -> str:
+    """A budget schedule for people: each budget with the optimizer step it starts at.
+
+    >>> describe_schedule([[0, 40], [150, 48], [300, 64]])
+    '40 (step 0) -> 48 (step 150) -> 64 (step 300)'
+    """
+    return " -> ".join(f"{budget} (step {start})" for start, budget in schedule)
+
+
 def easy_to_hard_order(difficulties: Sequence[float]) -> list[int]:
     """Row indices sorted by difficulty; equal difficulties keep their source order (a stable sort).
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.algorithms import ALGORITHMS, display_name
+from countdown_rl.curriculum import describe_schedule
 from countdown_rl.files import write_json_atomic
 from countdown_rl.pipeline import progress_callback
 from countdown_rl.runs import FINAL_EVAL_DIR, ZERO_SHOT_DIR, RunRecord, read_run_record
@@ -441,6 +442,22 @@ class WarmStart:
     record: dict[str, Any]
 
 
+def sft_record(config: DemoConfig) -> dict[str, Any]:
+    """What identifies an SFT stage (written to ``sft/demo_stage.json``): the base model, puzzles and SFT settings."""
+    base_record = {"stage": "base", "model_size": config.model_size, "seed": config.seed}
+    return {
+        "stage": "sft", "base": base_record, "puzzles": asdict(config.puzzles), "steps": config.sft_steps,
+        "batch_size": config.sft_batch_size, "learning_rate": config.sft_learning_rate, "trace": config.trace,
+        **({"min_failed": config.min_failed, "max_failed": config.max_failed} if config.trace == "search" else {}),
+    }
+
+
+def sft_stage_done(sft_dir: str | Path, config: DemoConfig) -> bool:
+    """Whether ``sft_dir`` holds a finished SFT stage made with ``config``'s settings (reusable by
+    :func:`warm_start`)."""
+    return _stage_done(Path(sft_dir), sft_record(config))
+
+
 def warm_start(config: DemoConfig) -> WarmStart:
     """Puzzles, base model and SFT warm-up into ``config.output_dir`` (``base/``, ``sft/``); with
     ``config.resume`` a finished SFT stage made with the same settings is reused instead of trained again."""
@@ -452,13 +469,9 @@ def warm_start(config: DemoConfig) -> WarmStart:
     puzzles = demo_puzzles(config.puzzles, config.seed)
     print(f"{len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held out")
 
-    base_record = {"stage": "base", "model_size": config.model_size, "seed": config.seed}
-    record = {
-        "stage": "sft", "base": base_record, "puzzles": asdict(config.puzzles), "steps": config.sft_steps,
-        "batch_size": config.sft_batch_size, "learning_rate": config.sft_learning_rate, "trace": config.trace,
-        **({"min_failed": config.min_failed, "max_failed": config.max_failed} if config.trace == "search" else {}),
-    }
-    if config.resume and _stage_done(sft_dir, record):
+    record = sft_record(config)
+    base_record = record["base"]
+    if config.resume and sft_stage_done(sft_dir, config):
         _header(f"SFT warm-up: reusing {sft_dir}")
     else:
         _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
@@ -502,7 +515,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     budget, dataset, puzzles = config.max_completion_length, config.puzzles.describe(), warm.puzzles
     name = display_name(config.algorithm)
     schedule = config.budget_schedule
-    budgets = " -> ".join(f"{b} (step {s})" for s, b in schedule) if schedule else str(budget)
+    budgets = describe_schedule(schedule) if schedule else str(budget)
     _header(f"{name} at {budgets} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
             f"{config.num_generations} samples -> {run_dir}")
     trained = grpo_train(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from countdown_rl.algorithms import ALGORITHMS, display_name
+from countdown_rl.curriculum import describe_schedule
 from countdown_rl.evaluation import EVAL_JSON, markdown_table, read_eval
 from countdown_rl.files import write_atomic
 from countdown_rl.runs import FINAL_EVAL_DIR, RUN_INFO, RunRecord, read_run_record
@@ -45,6 +46,8 @@ def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
         f"| dataset | `{record.dataset}` |",
         f"| algorithm | {name} (`{record.algorithm}`) |",
         f"| max completion length | {budget} tokens |",
+        *([f"| budget schedule | {describe_schedule(record.budget_schedule)} tokens |"]
+          if record.budget_schedule else []),
         "",
         "## Held-out evaluation",
         "",

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from countdown_rl.curriculum import describe_schedule
 from countdown_rl.evaluation import SAMPLE_FIELDS, BudgetResult, read_eval, read_samples
 from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
 from countdown_rl.runs import FINAL_EVAL_DIR, RUN_INFO, TRAINER_STATE, ZERO_SHOT_DIR, read_run_record
@@ -263,8 +264,9 @@ def results_markdown(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None])
     lines += ["", "Samples: [samples.md](samples.md).", "", "## Runs", ""]
     for run in runs:
         info = run.info
+        schedule = f", budget_schedule {describe_schedule(info['budget_schedule'])}" if info.get("budget_schedule") else ""
         lines.append(f"- **{run.name}** (`{run.path}`): algorithm {info['algorithm']}, max_completion_length "
-                     f"{info.get('max_completion_length', 'unknown')}, model `{info['model']}`, "
+                     f"{info.get('max_completion_length', 'unknown')}{schedule}, model `{info['model']}`, "
                      f"dataset `{info['dataset']}`")
     notes = [(run.name, note) for run in runs for note in run.notes]
     if notes:
@@ -351,6 +353,32 @@ def _colours(names: Sequence[str]) -> dict[str, Any]:
     return {name: cmap(i % 10) for i, name in enumerate(names)}
 
 
+SMOOTH_ABOVE = 60  # per-step curves longer than this are drawn as a moving average (smoothing_window)
+
+
+def smooth(values: Sequence[float], window: int) -> list[float]:
+    """Trailing moving average over ``window`` points (the first ones over what there is).
+
+    >>> smooth([0.0, 2.0, 4.0, 6.0], 2)
+    [0.0, 1.0, 3.0, 5.0]
+    """
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v - (values[i - window] if i >= window else 0.0)
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def smoothing_window(points: int) -> int:
+    """The moving-average window for a per-step curve of ``points`` points: 1 (raw) up to 60 points, else about a
+    thirtieth of the curve, so a 450-step run's per-step noise does not hide its trend.
+
+    >>> smoothing_window(50), smoothing_window(450)
+    (1, 15)
+    """
+    return 1 if points <= SMOOTH_ABOVE else points // 30
+
+
 def _line_plot(
     runs: Sequence[Run],
     path: Path,
@@ -369,16 +397,19 @@ def _line_plot(
     fig, ax = _figure()
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     colours = _colours([run.name for run in runs])
-    drawn = False
+    drawn, windows = False, set()
     for run in runs:
         for suffix, steps, values, style in curves(run):
             if steps:
-                scale = 100 if percent else 1
-                ax.plot(steps, [v * scale for v in values], style, color=colours[run.name], marker=".",
-                        label=f"{run.name}{suffix}")
+                scale, window = (100 if percent else 1), smoothing_window(len(steps))
+                windows.add(window)
+                ax.plot(steps, [v * scale for v in smooth(values, window)], style, color=colours[run.name],
+                        marker="." if window == 1 else None, label=f"{run.name}{suffix}")
                 drawn = True
         if extra is not None:
             extra(ax, run, colours[run.name])
+    if windows - {1}:  # say so: a smoothed curve is not the logged values
+        title += f"\n(moving average over {' / '.join(map(str, sorted(windows - {1})))} logged steps)"
     ax.set_title(title)
     ax.set_xlabel("training step (optimizer steps)")
     ax.set_ylabel(ylabel)
@@ -412,12 +443,32 @@ def plot_reward_vs_step(runs: Sequence[Run], path: Path) -> bool:
                       lambda run: [("", *series(run.log_history, "reward"), "-")], empty="no reward logged")
 
 
+def budget_over_steps(run: Run) -> tuple[list, list]:
+    """The completion budget at each step that logged a completion length: the logged ``completion_budget`` (it
+    follows a ``budget_schedule``), else the run's ``max_completion_length``; empty when neither is known.
+
+    >>> log = [{"step": 1, "completions/mean_length": 30.0, "completion_budget": 40},
+    ...        {"step": 2, "completions/mean_length": 45.0, "completion_budget": 64}]
+    >>> budget_over_steps(Run("r", Path("r"), log, {"max_completion_length": 64}, None, None, []))
+    ([1, 2], [40.0, 64.0])
+    """
+    steps, _ = series(run.log_history, "completions/mean_length")
+    logged = dict(zip(*series(run.log_history, "completion_budget")))
+    fixed = run.info.get("max_completion_length")
+    if not steps or not (logged or fixed):
+        return [], []
+    budgets = [logged.get(step, fixed) for step in steps]
+    kept = [(s, b) for s, b in zip(steps, budgets) if b is not None]
+    return [s for s, _ in kept], [b for _, b in kept]
+
+
 def plot_completion_length_vs_step(runs: Sequence[Run], path: Path) -> bool:
-    """Mean completion length per logging step, with each run's budget dashed."""
+    """Mean completion length per logging step, with each run's budget dashed (a step line when it followed a
+    ``budget_schedule``)."""
     def budget_line(ax, run, colour):
-        budget = run.info.get("max_completion_length")
-        if budget and series(run.log_history, "completions/mean_length")[0]:
-            ax.axhline(budget, color=colour, linestyle="--", alpha=0.6, label=f"{run.name} budget")
+        steps, budgets = budget_over_steps(run)
+        if steps:
+            ax.step(steps, budgets, where="post", color=colour, linestyle="--", alpha=0.6, label=f"{run.name} budget")
 
     return _line_plot(
         runs, path, "Completion length during training", "mean completion length (tokens)",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.files import render_markdown_table, write_atomic
-from countdown_rl.report import Run, ReportError, _save, load_run, series
+from countdown_rl.report import Run, ReportError, _save, load_run, series, smooth
 from countdown_rl.sweeps import read_status
 
 SWEEP_FILE = "sweep.json"
@@ -273,19 +273,6 @@ def _curve(results: Sequence[SweepRunResult], metric: str, eval_metric: bool, pe
             by_x.setdefault(step * r.rollouts_per_step if per_rollout else step, []).append(value)
     xs = sorted(by_x)
     return xs, [statistics.fmean(by_x[x]) for x in xs], [min(by_x[x]) for x in xs], [max(by_x[x]) for x in xs]
-
-
-def smooth(values: Sequence[float], window: int) -> list[float]:
-    """Trailing moving average over ``window`` points (the first ones over what there is).
-
-    >>> smooth([0.0, 2.0, 4.0, 6.0], 2)
-    [0.0, 1.0, 3.0, 5.0]
-    """
-    out, total = [], 0.0
-    for i, v in enumerate(values):
-        total += v - (values[i - window] if i >= window else 0.0)
-        out.append(total / min(i + 1, window))
-    return out
 
 
 def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str, path: Path) -> bool:

@@ -142,10 +142,12 @@ def test_toy_replication_quick_then_resume(tmp_path):
 
 @pytest.mark.slow
 def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
-    """The curriculum study end to end in --quick mode (one seed): every run's files, the tables and JSON rows read
-    back from them, the curriculum runs really trained at 40 -> 48 -> 64, and the report over every run."""
+    """The curriculum study end to end in --quick mode (one seed, two runs at a time, each in its own process):
+    every run's files, the tables and JSON rows read back from them, the curriculum runs really trained at
+    40 -> 48 -> 64, and the report over every run. Then --resume reuses every finished run, and --sft-from copies
+    the SFT start into a new study instead of training it."""
     out = tmp_path / "study"
-    stdout = _run("budget_curriculum.py", "--quick", "--output-dir", str(out), timeout=400)
+    stdout = _run("budget_curriculum.py", "--quick", "--output-dir", str(out), "--jobs", "2", timeout=400)
     summary = json.loads((out / "budget_curriculum.json").read_text())
     assert summary["schedule"] == [[0, 40], [1, 48], [2, 64]] and summary["seeds"] == [0]
     runs = summary["runs"]
@@ -173,7 +175,10 @@ def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
         incorrect = [h["outcomes/mean_length_incorrect"] for h in history if "outcomes/mean_length_incorrect" in h]
         assert run["length_incorrect_first"] == incorrect[0] and run["length_incorrect_last"] == incorrect[-1]
     markdown = (out / "budget_curriculum.md").read_text()
-    assert markdown == summary["tables"] and markdown.strip() in stdout
+    assert markdown.startswith(summary["tables"]) and summary["tables"].strip() in stdout
+    assert f"{len(runs)} runs, {summary['run_seconds']:.0f} s of run time (2 at a time, 1 torch thread(s)" in markdown
+    for run in runs:
+        assert (out / "logs" / f"{run['run']}.log").is_file() and run["seconds"] > 0
     rows = [line for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 2 + 8 + 2  # two headers, (a) 2 algorithms x 4 budgets, (b) 2 algorithms
     assert "| GRPO | curriculum | 0 | 40 -> 48 -> 64 |" in markdown
@@ -182,6 +187,26 @@ def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
     report = out / "report"
     assert len((report / "results.csv").read_text().splitlines()) == 1 + len(runs)
     assert (report / "accuracy_vs_step.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # --resume: every run is finished with these settings, so none is trained again.
+    states = {r["run"]: (out / r["run"] / "trainer_state.json").read_bytes() for r in runs}
+    again = _run("budget_curriculum.py", "--quick", "--output-dir", str(out), "--resume", timeout=200)
+    assert again.count("reusing the finished run") == len(runs) and "SFT warm-up: reusing" in again
+    assert {r: (out / r / "trainer_state.json").read_bytes() for r in states} == states
+    assert json.loads((out / "budget_curriculum.json").read_text())["runs"] == runs
+
+    # --sft-from: the SFT model is copied (byte for byte), not trained; other settings are refused.
+    moved = tmp_path / "moved"
+    copied = _run("budget_curriculum.py", "--quick", "--output-dir", str(moved), "--sft-from", str(out),
+                  "--part", "b", timeout=200)
+    assert "SFT warm-up: reusing" in copied and "steps on search traces" not in copied
+    assert (moved / "sft" / "model.safetensors").read_bytes() == (out / "sft" / "model.safetensors").read_bytes()
+    assert sorted(r["part"] for r in json.loads((moved / "budget_curriculum.json").read_text())["runs"]) == ["b", "b"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "budget_curriculum.py"), "--output-dir",
+                              str(tmp_path / "other"), "--sft-from", str(out)], env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "--sft-from" in refused.stderr and "demo_stage.json" in refused.stderr
+    assert not (tmp_path / "other").exists()  # refused before anything was written
 
 
 def test_reward_throughput_quick_measures_every_task():

@@ -418,3 +418,24 @@ def test_two_processes_see_the_rows_in_the_one_process_order(tiny_model_dir, puz
     for rank, calls in enumerate(ranks):
         assert [c["step"] for c in calls] == [0, 1, 2]
         assert [c["rows"] for c in calls] == expected[rank::2], rank
+
+
+def test_the_model_card_and_report_name_the_schedule(tmp_path):
+    """A run trained with a schedule says so where people read it: the model card and the report's run list."""
+    from countdown_rl.model_card import write_model_card
+    from countdown_rl.report import load_run, results_markdown
+    from countdown_rl.runs import RunRecord, write_run_record
+
+    scheduled, fixed = tmp_path / "scheduled", tmp_path / "fixed"
+    write_run_record(scheduled, RunRecord(task="countdown", algorithm="dr_grpo", max_completion_length=64,
+                                          budget_schedule=[[0, 40], [150, 48], [300, 64]]))
+    write_run_record(fixed, RunRecord(task="countdown", algorithm="grpo", max_completion_length=64))
+    assert "| budget schedule | 40 (step 0) -> 48 (step 150) -> 64 (step 300) tokens |" in (
+        write_model_card(scheduled).read_text())
+    assert "budget schedule" not in write_model_card(fixed).read_text()
+    for run in (scheduled, fixed):
+        (run / "trainer_state.json").write_text('{"global_step": 0, "log_history": []}')
+    runs = [load_run(scheduled), load_run(fixed)]
+    listing = results_markdown(runs, [None, None]).split("## Runs")[1]
+    assert "max_completion_length 64, budget_schedule 40 (step 0) -> 48 (step 150) -> 64 (step 300)," in listing
+    assert listing.count("budget_schedule") == 1

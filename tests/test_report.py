@@ -110,6 +110,20 @@ def test_series_reads_both_eval_prefixes():
     assert report.series(history, "reward") == ([2], [1.0])
 
 
+def test_budget_line_follows_the_logged_schedule(runs):
+    """A run that logged ``completion_budget`` (a budget_schedule) is drawn at those budgets; one that did not, at
+    its max_completion_length; the steps are those that logged a completion length."""
+    grpo, _ = runs
+    state = json.loads((grpo / "trainer_state.json").read_text())
+    for entry in state["log_history"]:
+        if "loss" in entry:
+            entry["completion_budget"] = 8 if entry["step"] < 3 else 16
+    (grpo / "trainer_state.json").write_text(json.dumps(state))
+    assert report.budget_over_steps(report.load_run(grpo)) == ([1, 2, 3, 4], [8.0, 8.0, 16.0, 16.0])
+    _, dr = runs
+    assert report.budget_over_steps(report.load_run(dr)) == ([1, 2, 3, 4], [32, 32, 32, 32])
+
+
 def test_run_without_run_info_or_top_level_state(tmp_path):
     run = tmp_path / "run"
     _trainer_state(run / "checkpoint-2", "eval_accuracy")
@@ -147,3 +161,15 @@ def test_report_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("countdown-rl report: error:") and "neither trainer_state.json" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_the_examples_hold_and_long_curves_are_smoothed():
+    """The docstring examples (series, budget_over_steps, smooth, smoothing_window) hold; a 450-step curve is drawn
+    as a 15-step moving average whose last point is the mean of the last 15 logged values."""
+    import doctest
+
+    assert doctest.testmod(report).failed == 0
+    values = [float(i % 7) for i in range(450)]
+    window = report.smoothing_window(len(values))
+    assert window == 15 and report.smoothing_window(60) == 1
+    assert report.smooth(values, window)[-1] == pytest.approx(sum(values[-15:]) / 15)
