@@ -32,7 +32,6 @@ import argparse
 import csv
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -151,11 +150,12 @@ def run_row(run_dir: Path) -> dict:
 
 def _mean(values: list[float]) -> str:
     from countdown_rl.files import format_percent
+    from countdown_rl.sweep_report import mean_sd
 
-    if not values:
+    mean, sd, _ = mean_sd(values)
+    if mean is None:
         return "n/a"
-    spread = f" ± {100 * statistics.stdev(values):.1f}" if len(values) > 1 else ""
-    return f"{format_percent(statistics.mean(values))}{spread}"
+    return format_percent(mean) + ("" if sd is None else f" ± {100 * sd:.1f}")
 
 
 def _length(first: float | None, last: float | None) -> str:

@@ -471,7 +471,7 @@ def warm_start(config: DemoConfig) -> WarmStart:
 
     record = sft_record(config)
     base_record = record["base"]
-    if config.resume and sft_stage_done(sft_dir, config):
+    if config.resume and _stage_done(sft_dir, record):
         _header(f"SFT warm-up: reusing {sft_dir}")
     else:
         _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")

@@ -276,13 +276,22 @@ def results_markdown(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None])
 
 def results_csv(rows: Sequence[dict[str, Any] | None]) -> str:
     """``results.csv``: one row per evaluated run; empty cells where a number is unknown."""
+    return csv_text([row for row in rows if row is not None], CSV_COLUMNS)
+
+
+def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """CSV of ``rows`` (the given ``columns``): empty cells for None, floats rounded to 4 places.
+
+    >>> print(csv_text([{"a": 0.123456, "b": None}], ["a", "b"]), end="")
+    a,b
+    0.1235,
+    """
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        if row is not None:
-            writer.writerow({k: "" if v is None else (round(v, 4) if isinstance(v, float) else v)
-                             for k, v in row.items()})
+        writer.writerow({k: "" if row[k] is None else (round(row[k], 4) if isinstance(row[k], float) else row[k])
+                         for k in columns})
     return buffer.getvalue()
 
 

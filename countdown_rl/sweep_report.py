@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import statistics
@@ -26,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.files import render_markdown_table, write_atomic
-from countdown_rl.report import Run, ReportError, _save, load_run, series, smooth
+from countdown_rl.report import Run, ReportError, _save, csv_text, load_run, series, smooth
 from countdown_rl.sweeps import read_status
 
 SWEEP_FILE = "sweep.json"
@@ -248,13 +246,7 @@ def sweep_markdown(sweep: Sweep, rows: Sequence[dict[str, Any]], figures: Sequen
 
 
 def sweep_csv(rows: Sequence[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: "" if row[k] is None else (round(row[k], 4) if isinstance(row[k], float) else row[k])
-                         for k in CSV_COLUMNS})
-    return buffer.getvalue()
+    return csv_text(rows, CSV_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.data import DataArguments
-from countdown_rl.one_line import OneLineArgumentParser
+from countdown_rl.one_line import OneLineArgumentParser, fail
 
 PROG = "countdown-rl eval"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -292,10 +292,6 @@ def _progress_bars(enabled: bool):
             hf_logging.enable_progress_bar()
 
 
-def _fail(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``countdown-rl eval``; returns the exit code."""
@@ -311,7 +307,7 @@ def _run(args: argparse.Namespace) -> int:
         puzzles = load_puzzles(args)
         compiled = compiled_generation_for(args, puzzles) if backend == "compiled" else None
     except UsageError as err:
-        return _fail(str(err))
+        return fail(PROG, str(err))
 
     from countdown_rl.evaluation import evaluate_budgets, markdown_table, write_eval_outputs
 

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-from countdown_rl.one_line import OneLineArgumentParser
+from countdown_rl.one_line import OneLineArgumentParser, fail
 
 PROG = "countdown-rl sweep"
 
@@ -37,16 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _error(message: str) -> int:
-    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
-    return 2
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``countdown-rl sweep``; returns the exit code (0; 1 a run failed; 2 bad input; 75 interrupted)."""
     args = build_parser().parse_args(argv)
     if args.submit and not args.slurm:
-        return _error("--submit: only with --slurm")
+        return fail(PROG, "--submit: only with --slurm")
     from countdown_rl.sweeps import SweepError, prepare, run_local, run_state, write_slurm
 
     try:
@@ -56,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             if bad:
                 raise SweepError(f"--index {bad[0]}: the sweep has runs 0..{len(runs) - 1}")
     except (ValueError, FileNotFoundError) as err:
-        return _error(str(err))
+        return fail(PROG, str(err))
     print(f"sweep {spec.name}: {len(runs)} run(s) ({spec.mode} over {', '.join(spec.axes)} x {len(spec.seeds)} "
           f"seed(s)) in {spec.output_root}", flush=True)
     if args.dry_run:
@@ -69,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {script}; submit with: sbatch {script}")
             return 0
         if shutil.which("sbatch") is None:
-            return _error(f"--submit: sbatch is not on PATH (the script is written: {script})")
+            return fail(PROG, f"--submit: sbatch is not on PATH (the script is written: {script})")
         return subprocess.call(["sbatch", str(script)])
     code = run_local(spec, runs, only=args.index, echo=args.verbose)
     if args.report and code != 75:

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from countdown_rl.one_line import OneLineArgumentParser
+from countdown_rl.one_line import OneLineArgumentParser, fail
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 PROG = "countdown-rl verify"
@@ -33,10 +33,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _fail(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``countdown-rl verify``; returns the exit code."""
@@ -48,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         task = get_task(args.task, options)
     except ValueError as err:
-        return _fail(str(err))
+        return fail(PROG, str(err))
     if args.task == "countdown" and args.row is None:
         if args.nums is None or args.target is None:
-            return _fail("countdown needs --nums and --target (or --row '{\"nums\": [...], \"target\": N}')")
+            return fail(PROG, "countdown needs --nums and --target (or --row '{\"nums\": [...], \"target\": N}')")
         from countdown_rl.tasks.countdown.verifier import score_completion
 
         score = score_completion(text, args.nums, args.target, numbers_rule=args.numbers_rule,
@@ -61,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
                           "reward": score.reward}))
         return 0
     if args.row is None:
-        return _fail(f"--row: missing (a JSON object with the columns {list(task.columns)} of task {task.name!r})")
+        return fail(PROG, f"--row: missing (a JSON object with the columns {list(task.columns)} of task {task.name!r})")
     try:
         row = task.prepare_row(json.loads(args.row))
     except (json.JSONDecodeError, ValueError, AttributeError) as err:
-        return _fail(f"--row: {err}")
+        return fail(PROG, f"--row: {err}")
     problem = task.row_problem(row)
     if problem:
-        return _fail(f"--row: {problem}")
+        return fail(PROG, f"--row: {problem}")
     verdict = task.judge(text, row)
     print(json.dumps({"answer": verdict.answer, "outcome": verdict.outcome.value, "reward": verdict.reward}))
     return 0
