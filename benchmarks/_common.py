@@ -108,7 +108,7 @@ def build_trainer(kind: str, algorithm: str, *, model, tokenizer, dataset, rewar
     from transformers import PrinterCallback, ProgressCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+    from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
     if kind not in TRAINER_KINDS:
         raise ValueError(f"kind must be one of {TRAINER_KINDS}, got {kind!r}")

@@ -38,7 +38,7 @@ def _env(threads: int) -> dict[str, str]:
 
 def run_sweeps(specs: Sequence[Path], *, jobs: int = 1, threads: int = 2) -> dict[str, int]:
     """Run every spec's runs; returns ``{spec: exit code}`` (0 all finished, 1 some failed)."""
-    from countdown_rl.sweeps import prepare
+    from countdown_rl.sweeps.spec import prepare
 
     command = [sys.executable, "-m", "countdown_rl.cli", "sweep"]
     codes = {}

@@ -40,9 +40,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from countdown_rl import demo  # noqa: E402
-from countdown_rl.algorithms import ALGORITHMS, display_name  # noqa: E402
-from countdown_rl.runs import read_run_record  # noqa: E402
+from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
+from countdown_rl.demo import stages as demo  # noqa: E402
+from countdown_rl.runs.record import read_run_record  # noqa: E402
 
 BUDGETS = (40, 48, 64)
 LONG_BUDGET = 256
@@ -129,7 +129,7 @@ def _tenth_mean(history: list[dict], key: str, last: bool) -> float | None:
 
 def run_row(run_dir: Path) -> dict:
     """One run's row, read from its files: record, budgets trained at, evaluations, completion lengths."""
-    from countdown_rl.evaluation import read_eval
+    from countdown_rl.evaluation.scoring import read_eval
 
     record = read_run_record(run_dir)
     study = record.extra["study"]
@@ -150,7 +150,7 @@ def run_row(run_dir: Path) -> dict:
 
 def _mean(values: list[float]) -> str:
     from countdown_rl.files import format_percent
-    from countdown_rl.sweep_report import mean_sd
+    from countdown_rl.sweeps.report import mean_sd
 
     mean, sd, _ = mean_sd(values)
     if mean is None:

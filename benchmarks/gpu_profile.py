@@ -49,7 +49,7 @@ applies to PyTorch's allocator only. The vLLM path could not be run where this w
 
 Compiled generation (``--generation compiled``): every configuration runs twice for ours, with plain
 ``generate`` and with ``generation_backend: compiled`` (static cache + compiled decoding,
-``countdown_rl.compiled_generation``), side by side (stock TRL with plain ``generate`` unless ``--no-stock``).
+``countdown_rl.generation.compiled``), side by side (stock TRL with plain ``generate`` unless ``--no-stock``).
 The trainer warms the compiled graph up before step 1, so the first compile is in its own column ("compile s"),
 not in the step times; "compiled/plain" gives the step and generation time ratios. On CPU
 (``--device cpu --model-size tiny``) this is a proxy only: the tiny model's decode step is overhead-bound.
@@ -64,7 +64,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -169,16 +168,16 @@ class ModelSource:
             self.path = Path(args.model)
             self.description = f"weights from {args.model}"
         elif args.model_size == "tiny":
-            from countdown_rl.tiny import save_tiny_model
+            from countdown_rl.demo.tiny import save_tiny_model
 
             self.path = save_tiny_model(Path(workdir) / "tiny", size="test", seed=args.seed)
-            self.description = "tiny random Qwen3 (countdown_rl.tiny, size 'test')"
+            self.description = "tiny random Qwen3 (countdown_rl.demo.tiny, size 'test')"
         else:
             self.description = "random-weight Qwen3-1.7B architecture (QWEN3_1_7B), tiny tokenizer"
         if self.path is not None:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         else:
-            from countdown_rl.tiny import build_tiny_tokenizer
+            from countdown_rl.demo.tiny import build_tiny_tokenizer
 
             self.tokenizer = build_tiny_tokenizer(seed=args.seed)
 

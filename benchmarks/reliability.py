@@ -169,9 +169,9 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-invocations", action="store_true", help="leave out the bad-invocation table")
     args = parser.parse_args(argv)
 
-    from countdown_rl.data import write_jsonl
+    from countdown_rl.demo.tiny import save_tiny_model
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.tiny import save_tiny_model
+    from countdown_rl.training.data import write_jsonl
 
     started = time.time()
     base = Path(tempfile.mkdtemp(prefix="countdown-rl-reliability-"))

@@ -97,7 +97,7 @@ def warm_up(out: Path, steps: int) -> Path:
 
 def run_numbers(result) -> dict:
     """What a claim is judged by, from one run's own log history and final evaluation."""
-    from countdown_rl.report import series
+    from countdown_rl.evaluation.report import series
 
     log = result.run.log_history if result.run else []
     _, acc = series(log, "accuracy", eval_metric=True)
@@ -110,7 +110,7 @@ def run_numbers(result) -> dict:
 
 
 def _agg(values):
-    from countdown_rl.sweep_report import mean_sd
+    from countdown_rl.sweeps.report import mean_sd
 
     mean, sd, _ = mean_sd(values)
     return "—" if mean is None else f"{mean:.3f}" + ("" if sd is None else f" ± {sd:.3f}")
@@ -118,7 +118,7 @@ def _agg(values):
 
 def summarise(out: Path, names: list[str], args, wall: float) -> str:
     from countdown_rl.files import render_markdown_table, write_json_atomic
-    from countdown_rl.sweep_report import paired_test, write_sweep_report
+    from countdown_rl.sweeps.report import paired_test, write_sweep_report
 
     sections, data, per_run = [], {}, []
     for name in names:
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             spec["axes"] = {key: [values[0], values[-1]] for key, values in spec["axes"].items()}
         specs.append(write_yaml(out / "specs" / f"{name}.yaml", spec))
     if args.prepare_only:
-        from countdown_rl.sweeps import prepare
+        from countdown_rl.sweeps.spec import prepare
 
         for spec in specs:
             prepare(spec)

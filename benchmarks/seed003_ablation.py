@@ -56,10 +56,10 @@ def variant_of(values: dict) -> str:
 
 def prepare_start(args) -> tuple[Path, Path, dict]:
     """The SFT model folder and the data folder (train / test JSONL) of the toy replication."""
-    from countdown_rl import demo
-    from countdown_rl.data import write_jsonl
-
     import toy_replication
+
+    from countdown_rl.demo import stages as demo
+    from countdown_rl.training.data import write_jsonl
 
     out = Path(args.output_dir)
     config = toy_replication.replication_config(argparse.Namespace(
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                  "std_normalization": [VARIANTS[n][2] for n in names]},
     })
     if args.prepare_only:
-        from countdown_rl.sweeps import prepare
+        from countdown_rl.sweeps.spec import prepare
 
         _, runs = prepare(spec)
         print(f"prepared {len(runs)} runs: countdown-rl sweep {spec} (or --index 0..{len(runs) - 1})")
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def summarise(out: Path, args, wall: float, codes: dict) -> int:
     from countdown_rl.files import render_markdown_table, write_json_atomic
-    from countdown_rl.sweep_report import mean_sd, paired_test, write_sweep_report
+    from countdown_rl.sweeps.report import mean_sd, paired_test, write_sweep_report
 
     sweep = write_sweep_report(out / "runs", out / "runs" / "report")
     by_variant = {}

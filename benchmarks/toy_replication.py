@@ -36,9 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from countdown_rl import demo  # noqa: E402
-from countdown_rl.algorithms import ALGORITHMS, display_name  # noqa: E402
-from countdown_rl.runs import read_run_record  # noqa: E402  (light: heavy imports happen inside its functions)
+from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
+from countdown_rl.demo import stages as demo  # noqa: E402
+from countdown_rl.runs.record import read_run_record  # noqa: E402  (light: heavy imports happen inside its functions)
 
 BUDGETS = (40, 48, 64)
 # The SFT start: search traces (1-2 wrong attempts, then the solution), which the budgets cut as 256 / 512 tokens
@@ -70,7 +70,7 @@ def _identity(config: demo.DemoConfig, warm: demo.WarmStart) -> dict:
 
 def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
     """The final result of a run made with exactly these settings and SFT model, or None."""
-    from countdown_rl.evaluation import read_eval
+    from countdown_rl.evaluation.scoring import read_eval
 
     try:
         record = read_run_record(run_dir)
@@ -127,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{display_name(algorithm)} at {budget} tokens: {100 * before.accuracy:.1f}% -> "
                   f"{100 * result.accuracy:.1f}% ({rows[-1]['improvement_points']:+.1f} points)", flush=True)
 
+    from countdown_rl.evaluation.report import write_report
     from countdown_rl.files import write_json_atomic
-    from countdown_rl.report import write_report
 
     write_report(run_dirs, out / "report")
     table = render_table(rows)

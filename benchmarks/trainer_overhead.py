@@ -2,7 +2,7 @@
 
 What is compared: our trainer with ``algorithm=grpo`` / ``dr_grpo`` against stock TRL with the equivalent
 ``loss_type="grpo", scale_rewards="group"`` / ``loss_type="dr_grpo", scale_rewards="none"``. Everything else is
-identical: the same saved tiny Qwen3 (``countdown_rl.tiny.save_tiny_model``, re-loaded for every run), the same
+identical: the same saved tiny Qwen3 (``countdown_rl.demo.tiny.save_tiny_model``, re-loaded for every run), the same
 generated puzzles rendered with the ``r1_zero`` prompt, the same rewards (the Countdown reward plus a dense toy
 reward, see below), the same seed, batch shapes and optimiser. The two trainers of a round share the process's
 random number generator, so their samples differ, but not their shapes: generation runs until every sequence
@@ -69,7 +69,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--completions", type=int, default=16, help="completions per optimizer step")
     parser.add_argument("--num-generations", type=int, default=8, help="completions per prompt (group size)")
     parser.add_argument("--max-completion-length", type=int, default=32, help="generation budget in tokens")
-    parser.add_argument("--model-size", default="test", help="countdown_rl.tiny size of the random Qwen3")
+    parser.add_argument("--model-size", default="test", help="countdown_rl.demo.tiny size of the random Qwen3")
     parser.add_argument("--rewards", nargs="+", default=["countdown", "dense"],
                         help="reward functions: project names (countdown, ...) and/or 'dense' (toy, dense)")
     parser.add_argument("--threads", type=int, default=1,
@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
 
-    from countdown_rl.tiny import save_tiny_model
+    from countdown_rl.demo.tiny import save_tiny_model
 
     _common.quiet_hf()
     if args.threads:

@@ -11,8 +11,8 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY = {
-    "CountdownGRPOConfig": "countdown_rl.trainer",
-    "CountdownGRPOTrainer": "countdown_rl.trainer",
+    "CountdownGRPOConfig": "countdown_rl.training.trainer",
+    "CountdownGRPOTrainer": "countdown_rl.training.trainer",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 from importlib import import_module
-from pathlib import Path
 
-from countdown_rl.one_line import OneLineArgumentParser
+from countdown_rl.commands.one_line import OneLineArgumentParser
 
 # name -> ("module:function" taking argv, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -23,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmup": ("countdown_rl.commands.warmup:main", "tiny offline model + a short SFT on a task's rows (start of CPU recipes)"),
     "sweep": ("countdown_rl.commands.sweep:main", "run a sweep of training runs from one spec, or write its SLURM job array"),
     "demo": ("countdown_rl.commands.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
-    "push": ("countdown_rl.hub:main", "push a finished run directory (model, card, eval files) to the Hub"),
+    "push": ("countdown_rl.commands.push:main", "push a finished run directory (model, card, eval files) to the Hub"),
 }
 
 

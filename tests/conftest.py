@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A saved tiny Qwen3 + tokenizer (``save_pretrained`` layout), deterministic for seed 0."""
-    from countdown_rl.tiny import save_tiny_model
+    from countdown_rl.demo.tiny import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", size="test", seed=0)
 
@@ -49,8 +49,8 @@ def one_torch_thread():
 @pytest.fixture(scope="module")
 def puzzles(tmp_path_factory):
     """64 generated Countdown puzzles (seed 0) in a JSONL file."""
-    from countdown_rl.data import write_jsonl
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
+    from countdown_rl.training.data import write_jsonl
 
     path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
     write_jsonl(generate_countdown(64, seed=0), path)

@@ -1,4 +1,4 @@
-"""``generation_backend: compiled`` (countdown_rl.compiled_generation) on the CPU, against plain ``generate``.
+"""``generation_backend: compiled`` (countdown_rl.generation.compiled) on the CPU, against plain ``generate``.
 
 1. Config and pre-load checks: the key and ``use_vllm`` agree or clash in one line; pad/EOS ids and the static
    cache length are checked from the tokenizer and the model's config (no weights).
@@ -27,13 +27,13 @@ import torch
 from datasets import Dataset
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from countdown_rl.compiled_generation import (
+from countdown_rl.generation.compiled import (
     CompiledGeneration,
     check_generation_lengths,
     compile_unavailable_reason,
     merged_lora,
 )
-from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
 EOS_ID = 3  # <|im_end|> in the tiny tokenizer
 
@@ -155,9 +155,9 @@ def test_a_bad_cache_length_stops_train_before_the_model_loads(tiny_model_dir, t
         raise AssertionError("the model was loaded before the error was reported")
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
-    from countdown_rl.data import write_jsonl
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
     from countdown_rl.commands.train import main
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+    from countdown_rl.training.data import write_jsonl
 
     write_jsonl(generate_countdown(32, seed=0), tmp_path / "p.jsonl")
     code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
@@ -241,7 +241,7 @@ def test_without_torch_compile_it_says_so_once_and_generates_plainly(tiny_model_
     compiled = _trainer(tiny_model_dir, tmp_path / "compiled", generation_backend="compiled")
     prompts = [[5, 6, 7, 8, 9], [10, 11]] * 4
     with (torch._dynamo.config.patch(disable=True),  # what TORCHDYNAMO_DISABLE=1 sets
-          caplog.at_level(logging.WARNING, logger="countdown_rl.compiled_generation")):
+          caplog.at_level(logging.WARNING, logger="countdown_rl.generation.compiled")):
         assert "disabled" in compile_unavailable_reason("cpu")
         torch.manual_seed(0)
         ids, _ = compiled._generate_single_turn(prompts, None, {}, 4)
@@ -257,7 +257,7 @@ def test_without_torch_compile_it_says_so_once_and_generates_plainly(tiny_model_
 def test_the_module_examples_hold():
     import doctest
 
-    import countdown_rl.compiled_generation as module
+    import countdown_rl.generation.compiled as module
 
     assert doctest.testmod(module).failed == 0
 
@@ -292,7 +292,7 @@ def test_compiled_training_matches_plain_generate_token_for_token(tiny_model_dir
     compiled = _trainer(tiny_model_dir, tmp_path / "compiled", generation_backend="compiled", **common)
     compiled_batches = _record_batches(compiled)
     weights_before = {k: v.clone() for k, v in compiled.model.state_dict().items()}
-    with caplog.at_level(logging.INFO, logger="countdown_rl.compiled_generation"):
+    with caplog.at_level(logging.INFO, logger="countdown_rl.generation.compiled"):
         compiled.train()
 
     gen = compiled._compiled_generation
@@ -363,7 +363,7 @@ class ReplayTrainer(CountdownGRPOTrainer):
 def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_dir, tmp_path, caplog):
     from peft import LoraConfig
 
-    caplog.set_level(logging.INFO, logger="countdown_rl.compiled_generation")
+    caplog.set_level(logging.INFO, logger="countdown_rl.generation.compiled")
 
     lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
     # Sampling, an EOS bias for varied lengths, gradient checkpointing on (switched off and back for generation).
@@ -384,7 +384,7 @@ def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_di
     compiled.train()
     assert compiled._compiled_generation.active and len(recorded) == 3
     # Warm-up and training generate in the same TRL context: one graph, no recompile (LoRA + checkpointing).
-    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.compiled_generation"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.generation.compiled"]
     assert sum("first compile" in m for m in messages) == 1 and not [m for m in messages if "recompiled" in m]
     assert compiled.model.is_gradient_checkpointing and compiled.model.training
     trained = {k: v.clone() for k, v in compiled.model.state_dict().items()}
@@ -413,14 +413,14 @@ def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_m
     from countdown_rl.commands.evaluate import main as eval_main
     from tests.test_train import SMOKE, check_resume, resume_runs
 
-    caplog.set_level(logging.INFO, logger="countdown_rl.compiled_generation")
+    caplog.set_level(logging.INFO, logger="countdown_rl.generation.compiled")
     # In-training evaluation every 2 steps too (its batch of 8 shares the training graph).
     runs = resume_runs(SMOKE, tiny_model_dir, puzzles, tmp_path, lambda out: "true",
                        "--generation_backend", "compiled", "--eval_strategy", "steps", "--eval_steps", "2")
     check_resume(runs, "model.safetensors")
     state = json.loads((runs.full / "trainer_state.json").read_text())
     assert [h["step"] for h in state["log_history"] if "eval_accuracy" in h] == [2, 4]
-    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.compiled_generation"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.generation.compiled"]
     assert sum("first compile" in m for m in messages) == 3  # one per run: uninterrupted, crashed, resumed
     assert not [m for m in messages if "recompiled" in m or "falling back" in m]
     info = json.loads((runs.full / "run_info.json").read_text())
@@ -439,7 +439,7 @@ def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_m
         results[backend] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     # Greedy, 16 puzzles in batches of 5 (the last one padded to 5 rows): the same completions.
     assert results["compiled"] == results["transformers"]
-    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.compiled_generation"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.generation.compiled"]
     assert sum("first compile" in m for m in messages) == 4 and not any("recompiled" in m for m in messages)
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from countdown_rl.trainer import CountdownGRPOConfig
+from countdown_rl.training.trainer import CountdownGRPOConfig
 
 
 def _config(tmp_path, **kwargs):

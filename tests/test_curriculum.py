@@ -1,4 +1,4 @@
-"""Curricula (``countdown_rl.curriculum``): the completion-budget schedule and the easy-to-hard data order.
+"""Curricula (``countdown_rl.algorithms.curriculum``): the completion-budget schedule and the easy-to-hard data order.
 
 1. The pure functions: ``budget_at``, the schedule check (one line naming ``budget_schedule``), the orders.
 2. The config and the recipe: every bad schedule is a one-line error before anything loads; the command line and
@@ -28,11 +28,20 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from countdown_rl.curriculum import budget_at, data_order_indices, parse_budget_schedule, staged_order
-from countdown_rl.data import DataArguments, prepare_dataset, write_jsonl
+from countdown_rl.algorithms.curriculum import (
+    budget_at,
+    data_order_indices,
+    parse_budget_schedule,
+    staged_order,
+)
 from countdown_rl.tasks import get_task
-from countdown_rl.tasks.countdown.puzzles import SEARCH_LIMIT, generate_countdown, search_effort
-from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from countdown_rl.tasks.countdown.puzzles import (
+    SEARCH_LIMIT,
+    generate_countdown,
+    search_effort,
+)
+from countdown_rl.training.data import DataArguments, prepare_dataset, write_jsonl
+from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
@@ -90,7 +99,7 @@ def test_a_schedule_with_a_fixed_generation_budget_is_refused(tmp_path):
 
 
 def test_schedule_from_yaml_and_command_line(tmp_path):
-    from countdown_rl.commands.train import parse_args
+    from countdown_rl.training.recipe import parse_args
 
     recipe = tmp_path / "r.yaml"
     recipe.write_text(SMOKE.read_text() + "budget_schedule: [[0, 8], [2, 12], [3, 16]]\n")
@@ -108,11 +117,10 @@ def test_the_examples_hold_and_every_key_has_help():
     import doctest
     from dataclasses import fields
 
-    import countdown_rl.curriculum as curriculum
+    import countdown_rl.algorithms.curriculum as curriculum
     import countdown_rl.tasks.countdown as countdown
     import countdown_rl.tasks.countdown.puzzles as puzzles_module
-
-    import countdown_rl.trainer as trainer_module
+    import countdown_rl.training.trainer as trainer_module
 
     for module in (curriculum, countdown, puzzles_module, trainer_module):
         assert doctest.testmod(module).failed == 0, module.__name__
@@ -206,7 +214,8 @@ def test_data_order_keys_are_checked_in_one_line(kwargs, words):
 
 
 def test_shuffle_follows_data_order_and_an_explicit_clash_is_one_line(tmp_path, capsys, no_loading):
-    from countdown_rl.commands.train import check_recipe, main, parse_args
+    from countdown_rl.commands.train import main
+    from countdown_rl.training.recipe import check_recipe, parse_args
 
     argv = ["--config", str(SMOKE), "--model_name_or_path", "m", "--output_dir", str(tmp_path / "out")]
     parsed = parse_args([*argv, "--data_order", "staged"])
@@ -346,7 +355,7 @@ def test_the_compiled_path_follows_the_schedule_without_recompiling(tiny_model_d
     compiled = _trainer(tiny_model_dir, tmp_path / "compiled", compiled_reward, max_steps=3,
                         generation_backend="compiled")
     try:
-        with caplog.at_level(logging.INFO, logger="countdown_rl.compiled_generation"):
+        with caplog.at_level(logging.INFO, logger="countdown_rl.generation.compiled"):
             compiled.train()
         gen = compiled._compiled_generation
         assert gen.active and gen.max_new_tokens == 8  # the static cache holds the largest budget
@@ -422,9 +431,9 @@ def test_two_processes_see_the_rows_in_the_one_process_order(tiny_model_dir, puz
 
 def test_the_model_card_and_report_name_the_schedule(tmp_path):
     """A run trained with a schedule says so where people read it: the model card and the report's run list."""
-    from countdown_rl.model_card import write_model_card
-    from countdown_rl.report import load_run, results_markdown
-    from countdown_rl.runs import RunRecord, write_run_record
+    from countdown_rl.evaluation.model_card import write_model_card
+    from countdown_rl.evaluation.report import load_run, results_markdown
+    from countdown_rl.runs.record import RunRecord, write_run_record
 
     scheduled, fixed = tmp_path / "scheduled", tmp_path / "fixed"
     write_run_record(scheduled, RunRecord(task="countdown", algorithm="dr_grpo", max_completion_length=64,

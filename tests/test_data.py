@@ -1,4 +1,4 @@
-"""Tests for countdown_rl.data on the Countdown task: loading, validation, dedupe, splits and prompt columns
+"""Tests for countdown_rl.training.data on the Countdown task: loading, validation, dedupe, splits and prompt columns
 (all offline). Other tasks' rows go through the same functions in tests/test_tasks_data.py."""
 
 import os
@@ -14,12 +14,17 @@ import sys
 import pytest
 from datasets import Dataset, DatasetDict
 
-from countdown_rl import data
-from countdown_rl.tasks.countdown import puzzles
-from countdown_rl.data import dedupe, load_rows, prepare_dataset, split_rows, write_jsonl
 from countdown_rl.tasks import get_task
-from countdown_rl.tasks.countdown import TINYZERO_BOUNDS, CountdownTask
+from countdown_rl.tasks.countdown import TINYZERO_BOUNDS, CountdownTask, puzzles
 from countdown_rl.tasks.countdown.prompts import build_prompt
+from countdown_rl.training import data as data
+from countdown_rl.training.data import (
+    dedupe,
+    load_rows,
+    prepare_dataset,
+    split_rows,
+    write_jsonl,
+)
 
 TASK = get_task("countdown")
 
@@ -183,7 +188,7 @@ def test_drop_invalid_rows_counts_them(tmp_path, rows, caplog):
     write_jsonl(broken, tmp_path / "data.jsonl")
     with open(tmp_path / "data.jsonl", "a") as f:
         f.write("{broken\n")
-    with caplog.at_level(logging.WARNING, logger="countdown_rl.data"):
+    with caplog.at_level(logging.WARNING, logger="countdown_rl.training.data"):
         ds = load_countdown(tmp_path / "data.jsonl", on_invalid="drop")
     assert plain(ds) == [r for i, r in enumerate(rows) if i not in (3, 10, 44)]
     assert "dropped 4 invalid row(s)" in caplog.text
@@ -343,6 +348,6 @@ def test_countdown_datasets_and_default():
 
 
 def test_import_does_not_load_datasets():
-    code = "import sys, countdown_rl.data; print('datasets' in sys.modules)"
+    code = "import sys, countdown_rl.training.data; print('datasets' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

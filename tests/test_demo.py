@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from countdown_rl import demo
 from countdown_rl.commands import demo as demo_cli
 from countdown_rl.commands import report as report_cli
-from countdown_rl.evaluation import format_number, format_percent, read_eval
+from countdown_rl.demo import stages as demo
+from countdown_rl.evaluation.scoring import format_number, format_percent, read_eval
 
 
 def _run(argv):
@@ -95,7 +95,7 @@ def test_resume_continues_from_the_newest_checkpoint(quick_runs):
 
 
 def test_report_reads_the_run_with_its_zero_shot(quick_runs, tmp_path):
-    from countdown_rl import report
+    from countdown_rl.evaluation import report as report
 
     out, _, _ = quick_runs
     with contextlib.redirect_stdout(io.StringIO()):

@@ -18,13 +18,12 @@ import pytest
 import torch
 
 from countdown_rl.commands import evaluate as eval_cli
-from countdown_rl.data import prepare_dataset, write_jsonl
-from countdown_rl.evaluation import (
+from countdown_rl.evaluation.scoring import (
     BudgetResult,
-    outcome_metrics,
     evaluate_budgets,
     evaluate_puzzles,
     markdown_table,
+    outcome_metrics,
     pass_at_k,
     read_eval,
     read_samples,
@@ -32,9 +31,14 @@ from countdown_rl.evaluation import (
     summarise,
     write_eval_outputs,
 )
-from countdown_rl.generation import Completion, _completion_from_ids, cut_to_budget
+from countdown_rl.generation.sampling import (
+    Completion,
+    _completion_from_ids,
+    cut_to_budget,
+)
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.puzzles import generate_countdown, solve
+from countdown_rl.training.data import prepare_dataset, write_jsonl
 
 PUZZLES = [{"nums": [7, 7, 65], "target": 51}, {"nums": [2, 3, 4], "target": 24}, {"nums": [10, 5], "target": 2}]
 

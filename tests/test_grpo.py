@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from countdown_rl import grpo
+from countdown_rl.algorithms import grpo as grpo
 
 
 def test_group_normalized_advantages_grpo_uses_unbiased_group_std():

@@ -16,7 +16,7 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
 from countdown_rl.tasks import get_task
-from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
 
 def even_token_reward(completions, completion_ids, **kwargs):

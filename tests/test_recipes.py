@@ -1,6 +1,6 @@
 """Every recipe goes through the real, strict parser; the Qwen3 recipes carry the report's hyperparameters.
 
-Recipes are parsed by ``countdown_rl.commands.train.parse_args(["--config", path])``, the same call ``countdown-rl train``
+Recipes are parsed by ``countdown_rl.training.recipe.parse_args(["--config", path])``, the same call ``countdown-rl train``
 makes, so a key TRL or countdown-rl no longer knows fails here. The GPU recipes set ``bf16: true``, which
 TrainingArguments refuses on a machine without a GPU unless ``use_cpu`` is set; the tests add only
 ``--use_cpu true`` on the command line (it moves nothing but the device: every key of the file is still parsed
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from countdown_rl.commands.train import check_recipe, parse_args
+from countdown_rl.training.recipe import check_recipe, parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))
@@ -295,9 +295,9 @@ def test_an_unknown_key_fails_naming_the_key_and_the_file(source, key, tmp_path)
 
 @pytest.mark.slow
 def test_cpu_smoke_recipe_trains_end_to_end(tiny_model_dir, tmp_path):
-    from countdown_rl.data import write_jsonl
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
     from countdown_rl.commands.train import main
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+    from countdown_rl.training.data import write_jsonl
 
     puzzles = tmp_path / "puzzles.jsonl"
     write_jsonl(generate_countdown(64, seed=0), puzzles)

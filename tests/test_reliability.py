@@ -28,8 +28,13 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from countdown_rl.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
 from countdown_rl.commands.train import main
+from countdown_rl.runs.checkpoints import (
+    MANIFEST,
+    STAGING,
+    checkpoint_problem,
+    last_complete_checkpoint,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
@@ -282,8 +287,8 @@ def test_folders_that_are_not_runs(tmp_path, capsys, no_loading):
 
 
 def test_keys_that_may_change_on_resume_pass_the_guard(uninterrupted):
-    from countdown_rl.run_record import check_output_dir, effective_recipe
-    from countdown_rl.commands.train import parse_args
+    from countdown_rl.training.recipe import parse_args
+    from countdown_rl.runs.guard import check_output_dir, effective_recipe
 
     argv = saved_run_argv(uninterrupted, "--max_steps", "10", "--logging_steps", "5", "--save_steps", "3",
                           "--save_total_limit", "1", "--eval_steps", "2", "--report_to", "tensorboard",
@@ -391,7 +396,7 @@ def test_a_failed_final_push_keeps_the_run_and_says_how_to_push_later(tiny_model
 
 
 def test_push_command_errors_are_one_line(tmp_path, capsys):
-    from countdown_rl.hub import main as push_main
+    from countdown_rl.runs.hub import main as push_main
 
     assert push_main([str(tmp_path / "nothing"), "--hub-model-id", "me/x"]) == 2
     assert "no such run directory" in capsys.readouterr().err

@@ -27,7 +27,8 @@ import pytest
 import yaml
 
 from countdown_rl.commands.sweep import main as sweep_main
-from countdown_rl.sweeps import SweepError, expand, parse_spec, points, slurm_script, value_name
+from countdown_rl.sweeps.runner import slurm_script
+from countdown_rl.sweeps.spec import expand, parse_spec, points, value_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"

@@ -28,10 +28,10 @@ from countdown_rl.tasks.math import (
     generate_math,
     last_boxed,
     last_number,
+    math_r1_zero_reward,
     math_shaped_reward,
     parse_level,
     r1_zero_format,
-    math_r1_zero_reward,
     screen_problem,
 )
 
@@ -383,7 +383,7 @@ def test_row_problem_names_the_column(row, message):
 
 
 def test_the_dataset_probe_of_all_none_columns_keeps_gold():
-    # countdown_rl.data probes prepare_row with every column None: it must not fail on the values.
+    # countdown_rl.training.data probes prepare_row with every column None: it must not fail on the values.
     probe = MathTask().prepare_row({"problem": None, "solution": None, "level": None, "type": None})
     assert "gold" in probe and MathTask().row_problem(probe) is not None
 

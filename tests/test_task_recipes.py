@@ -1,6 +1,6 @@
 """The GSM8K, MATH and format-copy recipes carry their seeds' settings and pass the strict parser and checks.
 
-Parsed with ``countdown_rl.commands.train.parse_args`` (what ``countdown-rl train`` does); GPU recipes get
+Parsed with ``countdown_rl.training.recipe.parse_args`` (what ``countdown-rl train`` does); GPU recipes get
 ``--use_cpu true`` on the command line only, as in tests/test_recipes.py.
 """
 
@@ -13,7 +13,7 @@ from unittest import mock
 import pytest
 import yaml
 
-from countdown_rl.commands.train import check_recipe, parse_args
+from countdown_rl.training.recipe import check_recipe, parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
 GSM8K = ROOT / "recipes" / "gsm8k" / "qwen2.5-1.5b-instruct" / "grpo_24gb.yaml"

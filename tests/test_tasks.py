@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from countdown_rl.data import load_rows, prepare_dataset, write_jsonl
 from countdown_rl.tasks import TASKS, Outcome, get_task
 from countdown_rl.tasks.base import Task
+from countdown_rl.training.data import load_rows, prepare_dataset, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
@@ -139,7 +139,7 @@ def test_train_smoke_run_and_eval_of_every_task(name, tiny_model_dir, tmp_path):
     """`countdown-rl train` on each task's generated rows, then `countdown-rl eval` of the result."""
     from countdown_rl.commands.evaluate import main as eval_main
     from countdown_rl.commands.train import main as train_main
-    from countdown_rl.runs import read_run_record
+    from countdown_rl.runs.record import read_run_record
 
     template, rewards = SMOKE_RUNS[name]
     out = tmp_path / "run"

@@ -36,8 +36,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from countdown_rl.commands.train import main
+from countdown_rl.runs.reliability import resolve_resume
+from countdown_rl.training.recipe import parse_args
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
-from countdown_rl.commands.train import main, parse_args, resolve_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
@@ -156,11 +158,11 @@ def test_resume_from_checkpoint_is_parsed_as_a_string_and_resolved(tmp_path):
     _, training_args, _ = parse_args(["--config", str(SMOKE), "--output_dir", str(out),
                                       "--resume_from_checkpoint", "true"])
     assert training_args.resume_from_checkpoint == "true"  # TrainingArguments types it `str | None`
-    assert resolve_checkpoint(training_args.resume_from_checkpoint, str(out)) == str(out / "checkpoint-10")
-    assert resolve_checkpoint(True, str(out)) == str(out / "checkpoint-10")  # YAML `true` is a bool
-    assert resolve_checkpoint(str(out / "checkpoint-2"), str(out)) == str(out / "checkpoint-2")
+    assert resolve_resume(False, training_args.resume_from_checkpoint, str(out)) == str(out / "checkpoint-10")
+    assert resolve_resume(False, True, str(out)) == str(out / "checkpoint-10")  # YAML `true` is a bool
+    assert resolve_resume(False, str(out / "checkpoint-2"), str(out)) == str(out / "checkpoint-2")
     for off in (None, False, "false"):
-        assert resolve_checkpoint(off, str(out)) is None
+        assert resolve_resume(False, off, str(out)) is None
 
 
 # ---------------------------------------------------------------------------------------------------------------

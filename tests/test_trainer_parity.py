@@ -14,7 +14,7 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
-from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
 NUM_GENERATIONS = 4
 EOS_ID = 3  # <|im_end|> in the tiny tokenizer (specials: endoftext, pad, im_start, im_end)

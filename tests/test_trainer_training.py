@@ -14,7 +14,7 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from countdown_rl.tasks import get_task
-from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ import inspect
 import trl
 from trl import GRPOTrainer
 
-from countdown_rl.trainer import CountdownGRPOTrainer
+from countdown_rl.training.trainer import CountdownGRPOTrainer
 
 # hook -> the parameters we rely on, as TRL 1.16.0 declares them
 PINNED_HOOKS = {

@@ -1,0 +1,6 @@
+"""The command layer: one module per ``countdown-rl`` command, the only code that parses argv.
+
+Each module has ``main(argv) -> int`` (the exit code) and reports bad input as one line through
+:mod:`.one_line`. Every flag is ``--snake_case`` with the hyphenated spelling as an alias. A library module never
+imports a command; a command may import anything in the library.
+"""

@@ -1,4 +1,4 @@
-"""``countdown-rl demo``: the offline CPU demo's command line (the stages are in :mod:`countdown_rl.demo`)."""
+"""``countdown-rl demo``: the offline CPU demo's command line (the stages are in :mod:`countdown_rl.demo.stages`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from countdown_rl.one_line import OneLineArgumentParser
-from countdown_rl.algorithms import ALGORITHMS
-from countdown_rl.demo import PROG, TRACES, DemoConfig, quick_config, run_demo
+from countdown_rl.algorithms.presets import ALGORITHMS
+from countdown_rl.commands.one_line import OneLineArgumentParser
+from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, quick_config, run_demo
 
 
 def build_parser() -> argparse.ArgumentParser:

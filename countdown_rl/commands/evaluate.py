@@ -1,13 +1,13 @@
 """``countdown-rl eval``: score a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.
 
 1. Check the arguments (model path, budgets, sampling, task and its options) and load the dataset's held-out
-   split with the same data keys, dedupe and split as training (:class:`countdown_rl.data.DataArguments`, whose
+   split with the same data keys, dedupe and split as training (:class:`countdown_rl.training.data.DataArguments`, whose
    fields are this command's data flags), so no training row is scored; with ``--backend compiled``, check the
    tokenizer's pad/EOS ids and the static cache length against config.json. Every error here is one line, exit
    code 2, before any model is loaded.
 2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
    as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
-3. Generate once at the largest budget and score every budget (:func:`countdown_rl.evaluation.evaluate_budgets`).
+3. Generate once at the largest budget and score every budget (:func:`countdown_rl.evaluation.scoring.evaluate_budgets`).
 4. Write ``eval.json``, ``eval.md`` and ``samples.jsonl`` to ``--output-dir`` and print the Markdown table.
 """
 
@@ -26,14 +26,13 @@ from dataclasses import MISSING, fields, replace
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.data import DataArguments
-from countdown_rl.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.runs.hub import check_model_source, is_local_path
+from countdown_rl.training.data import DataArguments
 
 PROG = "countdown-rl eval"
 ADAPTER_CONFIG = "adapter_config.json"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-# Hub repo ids: "name" or "owner/name". Anything else (absolute, ./, ~, deeper paths) is meant as a local path.
-_HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
 class UsageError(ValueError):
@@ -101,15 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def is_local_path(model: str) -> bool:
-    """Whether ``model`` names a local folder (existing, or spelled like a path rather than a Hub id).
-
-    >>> is_local_path("Qwen/Qwen2.5-3B"), is_local_path("./runs/x"), is_local_path("/abs"), is_local_path("a/b/c")
-    (False, True, True, True)
-    """
-    return Path(model).expanduser().exists() or not _HUB_MODEL_ID.fullmatch(model)
-
-
 def default_output_dir(model: str) -> Path:
     """``<model folder>/eval`` for a local model, ``eval_results/<sanitised id>`` for a Hub id.
 
@@ -144,8 +134,8 @@ def compiled_generation_for(args: argparse.Namespace, puzzles: list[dict[str, An
     cache length checked from the tokenizer and config.json, before the weights load (UsageError, one line)."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from countdown_rl.compiled_generation import check_generation_lengths
-    from countdown_rl.evaluation import _compiled_for, _prompts_for
+    from countdown_rl.evaluation.scoring import compiled_for, prompts_for
+    from countdown_rl.generation.compiled import check_generation_lengths
 
     path = Path(args.model).expanduser()
     source = _adapter_base(path) if (path / ADAPTER_CONFIG).is_file() else args.model
@@ -157,8 +147,8 @@ def compiled_generation_for(args: argparse.Namespace, puzzles: list[dict[str, An
         raise UsageError(f"--model {args.model}: {' '.join(str(err).split())[:200]}") from None
     chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
     task = data_arguments(args).get_task()
-    prompts = _prompts_for(task, puzzles, args.prompt_template)
-    compiled = _compiled_for(tokenizer, prompts, max(args.max_tokens), chat_kwargs)
+    prompts = prompts_for(task, puzzles, args.prompt_template)
+    compiled = compiled_for(tokenizer, prompts, max(args.max_tokens), chat_kwargs)
     try:
         check_generation_lengths(tokenizer, config, compiled.buckets, max(args.max_tokens))
     except ValueError as err:
@@ -173,8 +163,6 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--model {args.model}: no such folder (and it is not a Hub id like 'owner/name')")
     if model.exists() and not model.is_dir():
         raise UsageError(f"--model {args.model}: not a folder")
-    from countdown_rl.hub import check_model_source
-
     try:  # a Hub id while offline and not in the cache
         check_model_source(args.model, "--model")
     except ValueError as err:
@@ -202,7 +190,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 def load_puzzles(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The held-out rows (with prompts in the task's template), cut to ``--num-puzzles``."""
-    from countdown_rl.data import prepare_data
+    from countdown_rl.training.data import prepare_data
 
     data = data_arguments(args)
     where = f"--dataset_name {data.dataset_name or data.get_task().default_dataset}"
@@ -309,7 +297,11 @@ def _run(args: argparse.Namespace) -> int:
     except UsageError as err:
         return fail(PROG, str(err))
 
-    from countdown_rl.evaluation import evaluate_budgets, markdown_table, write_eval_outputs
+    from countdown_rl.evaluation.scoring import (
+        evaluate_budgets,
+        markdown_table,
+        write_eval_outputs,
+    )
 
     try:
         model, tokenizer = load_model(

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from countdown_rl.one_line import OneLineArgumentParser
+from countdown_rl.commands.one_line import OneLineArgumentParser
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write ``N`` rows of the task's generator (Countdown: solvable puzzles with columns nums, target)."""
-    from countdown_rl.data import write_jsonl
     from countdown_rl.tasks import get_task
+    from countdown_rl.training.data import write_jsonl
 
     parser = OneLineArgumentParser(prog="countdown-rl generate", description=main.__doc__)
     parser.add_argument("n", type=int, help="number of rows")

@@ -1,7 +1,7 @@
 """``countdown-rl report RUN_DIR... --out REPORT_DIR``: tables, plots and samples from training runs.
 
 ``countdown-rl report SWEEP_DIR`` (a sweep's output_root, holding ``sweep.json``): the sweep's summary table and one
-figure per axis (:mod:`countdown_rl.sweep_report`), into ``SWEEP_DIR/report`` unless ``--out`` says otherwise.
+figure per axis (:mod:`countdown_rl.sweeps.report`), into ``SWEEP_DIR/report`` unless ``--out`` says otherwise.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from countdown_rl.one_line import OneLineArgumentParser
-from countdown_rl.report import PLOTS, ReportError, write_report
-from countdown_rl.sweep_report import is_sweep_dir, write_sweep_report
+from countdown_rl.commands.one_line import OneLineArgumentParser
+from countdown_rl.evaluation.report import PLOTS, ReportError, write_report
+from countdown_rl.sweeps.report import is_sweep_dir, write_sweep_report
 
 PROG = "countdown-rl report"
 

@@ -7,7 +7,7 @@
     countdown-rl sweep spec.yaml --report      # after the runs: countdown-rl report <output_root>
 
 The spec is checked whole (every run's recipe, as ``countdown-rl train`` would) before anything runs or is written;
-an error is one line naming the spec file and the key. See :mod:`countdown_rl.sweeps`.
+an error is one line naming the spec file and the key. See :mod:`countdown_rl.sweeps.spec`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-from countdown_rl.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, fail
 
 PROG = "countdown-rl sweep"
 
@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.submit and not args.slurm:
         return fail(PROG, "--submit: only with --slurm")
-    from countdown_rl.sweeps import SweepError, prepare, run_local, run_state, write_slurm
+    from countdown_rl.sweeps.runner import run_local, write_slurm
+    from countdown_rl.sweeps.spec import SweepError, prepare, run_state
 
     try:
         spec, runs = prepare(args.spec)
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.call(["sbatch", str(script)])
     code = run_local(spec, runs, only=args.index, echo=args.verbose)
     if args.report and code != 75:
-        from countdown_rl.sweep_report import write_sweep_report
+        from countdown_rl.sweeps.report import write_sweep_report
 
         out = spec.output_root / "report"
         write_sweep_report(spec.output_root, out)

@@ -7,10 +7,10 @@ Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_
 2. Seed and logging; load, validate, filter, dedupe and split the task's dataset; render prompts (a bad file or
    row is reported before the model is loaded).
 3. Tokenizer and model (dtype, attention implementation, LoRA through ``use_peft``).
-4. :func:`countdown_rl.pipeline.train_grpo` trains (resuming from the newest checkpoint when asked) and saves;
+4. :func:`countdown_rl.training.pipeline.train_grpo` trains (resuming from the newest checkpoint when asked) and saves;
    then the model is evaluated on the held-out split, described in a model card, pushed to the Hub, and last,
    with ``merge_adapter``, merged into ``<output_dir>/merged``.
-5. Around training (:mod:`countdown_rl.reliability`): the output directory is never reused silently (``resume``,
+5. Around training (:mod:`countdown_rl.runs.reliability`): the output directory is never reused silently (``resume``,
    ``overwrite_output_dir``), checkpoints are atomic, SIGTERM/SIGINT/SIGUSR1 save a checkpoint and exit 75, a
    non-finite step stops the run (or is skipped), and ``run_info.json`` records the recipe and the run's status.
    Under ``countdown-rl sweep`` (which sets ``COUNTDOWN_RL_SWEEP_RUN``) one short progress line per logged step.
@@ -22,128 +22,14 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from countdown_rl.data import DataArguments
-from countdown_rl.reliability import prepare_run
-from countdown_rl.run_record import ReliabilityArguments
-from countdown_rl.sweeps import PROGRESS_ENV
+from countdown_rl.runs.reliability import prepare_run
+from countdown_rl.sweeps.runner import PROGRESS_ENV
+from countdown_rl.training.recipe import check_recipe, parse_args
 
 logger = logging.getLogger("countdown_rl.train")
-
-
-@dataclass
-class ScriptArguments(DataArguments, ReliabilityArguments):
-    """What to train on and what to do around training (the recipe's non-TRL keys)."""
-
-    reward_funcs: list[str] | None = field(
-        default=None,
-        metadata={"help": "Reward functions of the task by name (default: the task's); weights: reward_weights."},
-    )
-    eval_subset_size: int = field(
-        default=128,
-        metadata={"help": "Held-out rows scored greedily every eval_steps during training (0: none)."},
-    )
-    final_eval_size: int | None = field(
-        default=None,
-        metadata={"help": "Held-out rows for the final evaluation (default: the whole test split; 0: skip)."},
-    )
-    merge_adapter: bool = field(
-        default=False,
-        metadata={"help": "With use_peft: also write the LoRA-merged full model to <output_dir>/merged."},
-    )
-
-
-def _recipe_parser():
-    """TrlParser over our three dataclasses whose argparse errors raise ValueError (argparse prints usage, exits)."""
-    from trl import ModelConfig, TrlParser
-
-    from countdown_rl.trainer import CountdownGRPOConfig
-
-    class RecipeParser(TrlParser):
-        def error(self, message):
-            raise ValueError(message)
-
-    return RecipeParser((ScriptArguments, CountdownGRPOConfig, ModelConfig))
-
-
-def _source(message: str, argv: list[str], config_path: str | None) -> str:
-    """Where the option a parse error names came from: the command line, the recipe file, or either."""
-    if config_path is None:
-        return "command line"
-    named = re.findall(r"--\w+", message)
-    if named and any(flag in argv for flag in named):
-        return "command line"
-    if named or len(argv) == 2:  # only --config recipe.yaml: the file set it
-        return config_path
-    return f"{config_path} (with command-line overrides)"
-
-
-def parse_args(argv: list[str] | None = None):
-    """Parse ``--config recipe.yaml`` plus ``--key value`` overrides; unknown keys are errors naming the source."""
-    import yaml
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    config_path = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
-    parser = _recipe_parser()
-    try:
-        *parsed, from_config, from_cli = parser.parse_args_and_config(
-            argv, return_remaining_strings=True, separate_remaining_strings=True
-        )
-    except OSError as err:  # the recipe file cannot be read
-        raise ValueError(f"--config: {err.strerror or err}: {config_path}") from None
-    except yaml.YAMLError as err:
-        raise ValueError(f"{config_path}: not valid YAML: {err}") from None
-    except ValueError as err:
-        raise ValueError(f"{_source(str(err), argv, config_path)}: {err}") from None
-    unknown_config = [s[2:] for s in from_config if s.startswith("--")]
-    if unknown_config:
-        raise ValueError(f"{config_path}: unknown key(s) {', '.join(unknown_config)}")
-    if from_cli:
-        raise ValueError(f"command line: unknown argument(s) {' '.join(from_cli)}")
-    return tuple(parsed)
-
-
-def check_recipe(script_args, training_args, model_args):
-    """Everything that can be wrong in a recipe, checked before any model or dataset is loaded (one line each).
-
-    Returns the task, with its options parsed.
-    """
-    task = script_args.check()  # task, task_options, prompt_template, split_method, sizes, data_order
-    training_args.apply_data_order(script_args.data_order)  # a fixed order is not reshuffled by TRL
-    if not model_args.model_name_or_path:
-        raise ValueError("model_name_or_path: missing (a Hub id or a local model folder)")
-    if training_args.max_completion_length is None or training_args.max_completion_length <= 0:
-        raise ValueError(f"max_completion_length: must be positive, got {training_args.max_completion_length}")
-    if training_args.generation_batch_size % training_args.num_generations != 0:
-        raise ValueError(
-            f"generation_batch_size: {training_args.generation_batch_size} completions per rollout are not divisible "
-            f"by num_generations={training_args.num_generations}"
-        )
-    names = script_args.reward_funcs or list(task.default_reward_funcs)
-    task.get_reward_funcs(names)  # unknown names raise, naming the reward and the task's registry
-    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(names):
-        raise ValueError(f"reward_weights: {len(training_args.reward_weights)} weights for {len(names)} reward_funcs")
-    if training_args.use_vllm:
-        from trl.import_utils import is_vllm_available
-
-        if not is_vllm_available():
-            raise ValueError("use_vllm: vllm is not installed; pip install 'countdown-rl[vllm]' (needs a CUDA GPU)")
-    if model_args.use_peft:
-        import peft  # noqa: F401  (a dependency; imported here so a broken install fails before loading)
-    elif script_args.merge_adapter:
-        raise ValueError("merge_adapter: only meaningful with use_peft: true")
-    return task
-
-
-def resolve_checkpoint(resume: str | bool | None, output_dir: str) -> str | None:
-    """``true`` -> newest complete ``checkpoint-N`` in ``output_dir`` (an error if none); a path -> that path."""
-    from countdown_rl.reliability import resolve_resume
-
-    return resolve_resume(False, resume, output_dir)
 
 
 def _error(err: BaseException) -> int:
@@ -176,11 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from trl import get_peft_config
 
-    from countdown_rl.data import prepare_data
-    from countdown_rl.hub import check_model_source, failed_push_message
-    from countdown_rl.pipeline import TrainerSetupError, progress_callback, train_grpo
-    from countdown_rl.run_record import set_status
-    from countdown_rl.runs import RunRecord
+    from countdown_rl.runs.guard import set_status
+    from countdown_rl.runs.hub import check_model_source, failed_push_message
+    from countdown_rl.runs.record import RunRecord
+    from countdown_rl.training.data import prepare_data
+    from countdown_rl.training.pipeline import (
+        TrainerSetupError,
+        progress_callback,
+        train_grpo,
+    )
 
     set_seed(training_args.seed)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
@@ -203,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if training_args.generation_backend == "compiled":  # pad/EOS ids and the static cache, before the weights load
         from transformers import AutoConfig
 
-        from countdown_rl.compiled_generation import check_generation_lengths
+        from countdown_rl.generation.compiled import check_generation_lengths
 
         try:
             check_generation_lengths(

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from countdown_rl.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, fail
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 PROG = "countdown-rl verify"

@@ -6,11 +6,10 @@ writes the answer format, so RL has differences between samples to learn from.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from countdown_rl.one_line import OneLineArgumentParser
+from countdown_rl.commands.one_line import OneLineArgumentParser
 from countdown_rl.tasks import TASKS
 
 PROG = "countdown-rl warmup"
@@ -31,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of rows, model and SFT (default 0)")
     args = parser.parse_args(argv)
     from countdown_rl.tasks import get_task
-    from countdown_rl.warmup import sft_warmup, task_examples
+    from countdown_rl.training.warmup import sft_warmup, task_examples
 
     try:
         task = get_task(args.task, args.task_options)
@@ -45,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists() and not out.is_dir():
         print(f"{PROG}: error: --out {out} exists and is not a folder", file=sys.stderr)
         return 2
-    from countdown_rl.tiny import save_tiny_model
+    from countdown_rl.demo.tiny import save_tiny_model
 
     base = out.with_name(out.name + "-base")
     save_tiny_model(base, args.size, args.seed)

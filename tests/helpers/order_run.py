@@ -14,9 +14,9 @@ import torch.distributed as dist
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from countdown_rl.data import prepare_dataset  # noqa: E402
 from countdown_rl.tasks import get_task  # noqa: E402
-from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
+from countdown_rl.training.data import prepare_dataset  # noqa: E402
+from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
 
 
 def main():

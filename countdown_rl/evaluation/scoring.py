@@ -1,6 +1,6 @@
 """Score a model on any task's held-out rows at one or more token budgets (eval, training, demo, benchmarks).
 
-1. Generate (:mod:`countdown_rl.generation`): once, at the largest budget, with transformers or vLLM.
+1. Generate (:mod:`countdown_rl.generation.sampling`): once, at the largest budget, with transformers or vLLM.
 2. Score: :func:`score_samples` asks the task to judge every completion (outcome correct / partial / failed,
    the extracted answer, the task's main reward) and makes one JSON-ready row each, keeping the row's
    ground-truth columns.
@@ -27,8 +27,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
-from countdown_rl.generation import BACKENDS, Completion, cut_to_budget, generate, generate_vllm
+from countdown_rl.files import (
+    format_number,
+    format_percent,
+    render_markdown_table,
+    write_atomic,
+)
+from countdown_rl.generation.sampling import (
+    BACKENDS,
+    Completion,
+    cut_to_budget,
+    generate,
+    generate_vllm,
+)
 from countdown_rl.tasks import DEFAULT_TASK, Outcome, get_task
 
 if TYPE_CHECKING:
@@ -242,16 +253,16 @@ def outcome_metrics(result: BudgetResult) -> dict[str, float]:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _prompts_for(task: Task, rows: Sequence[Mapping[str, Any]], template: str | None) -> list[Any]:
+def prompts_for(task: Task, rows: Sequence[Mapping[str, Any]], template: str | None) -> list[Any]:
     return [row["prompt"] if row.get("prompt") is not None else task.prompt(row, template) for row in rows]
 
 
-def _compiled_for(tokenizer, prompts: Sequence[Any], max_new_tokens: int, chat_template_kwargs):
+def compiled_for(tokenizer, prompts: Sequence[Any], max_new_tokens: int, chat_template_kwargs):
     """A ``CompiledGeneration`` whose one bucket holds the longest of these prompts (tokenized as ``generate`` does)."""
-    from countdown_rl.compiled_generation import CompiledGeneration, automatic_buckets
-    from countdown_rl.generation import _prompt_texts
+    from countdown_rl.generation.compiled import CompiledGeneration, automatic_buckets
+    from countdown_rl.generation.sampling import prompt_texts
 
-    texts = _prompt_texts(tokenizer, prompts, chat_template_kwargs)
+    texts = prompt_texts(tokenizer, prompts, chat_template_kwargs)
     lengths = [len(tokenizer(t, add_special_tokens=isinstance(p, str))["input_ids"]) for t, p in zip(texts, prompts)]
     return CompiledGeneration(max_new_tokens=max_new_tokens, prompt_buckets=automatic_buckets(lengths))
 
@@ -296,13 +307,13 @@ def evaluate_budgets(
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     task = _resolve_task(task)
     puzzles = [dict(p) for p in puzzles]
-    prompts = _prompts_for(task, puzzles, template)
+    prompts = prompts_for(task, puzzles, template)
     if tokenizer is None:  # vLLM: the engine's tokenizer, or the one saved with the model
         tokenizer = model.get_tokenizer() if hasattr(model, "get_tokenizer") else _load_tokenizer(model)
     generator = generate_vllm if backend == "vllm" else generate
     extra = {}
     if backend == "compiled":
-        extra["compiled"] = compiled or _compiled_for(tokenizer, prompts, budgets[-1], chat_template_kwargs)
+        extra["compiled"] = compiled or compiled_for(tokenizer, prompts, budgets[-1], chat_template_kwargs)
     completions = generator(
         model,
         tokenizer,

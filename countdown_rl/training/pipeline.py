@@ -1,13 +1,13 @@
 """One training pipeline for every caller: ``countdown-rl train``, the demo, the benchmarks, sweeps and curricula.
 
-:func:`train_grpo` takes a model, a tokenizer, a :class:`~countdown_rl.trainer.CountdownGRPOConfig`, the task and
+:func:`train_grpo` takes a model, a tokenizer, a :class:`~countdown_rl.training.trainer.CountdownGRPOConfig`, the task and
 its prepared datasets, and:
 
-1. builds :class:`~countdown_rl.trainer.CountdownGRPOTrainer` with the task's reward functions (by recipe name);
+1. builds :class:`~countdown_rl.training.trainer.CountdownGRPOTrainer` with the task's reward functions (by recipe name);
 2. writes the run record (``run_info.json``) on the main process, before any step, so an interrupted run is
    still described;
 3. trains, resuming from ``resume_from_checkpoint`` when given. With a ``plan`` from
-   :func:`countdown_rl.reliability.prepare_run` (``countdown-rl train``), checkpoints are atomic, signals save a
+   :func:`countdown_rl.runs.reliability.prepare_run` (``countdown-rl train``), checkpoints are atomic, signals save a
    checkpoint and stop, a non-finite step stops (or is skipped), and the record holds the recipe and the status;
 4. saves the model (with ``use_peft``, the adapter), the tokenizer and ``trainer_state.json`` (the log history
    that ``countdown-rl report`` plots), unless training stopped early.
@@ -23,12 +23,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.runs import RunRecord, write_run_record
+from countdown_rl.runs.record import RunRecord, write_run_record
 
 if TYPE_CHECKING:
-    from countdown_rl.reliability import RunPlan
+    from countdown_rl.runs.reliability import RunPlan
     from countdown_rl.tasks.base import Task
-    from countdown_rl.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+    from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
 __all__ = ["TrainedRun", "TrainerSetupError", "progress_callback", "train_grpo"]
 
@@ -100,8 +100,12 @@ def train_grpo(
     ``quiet`` removes the Trainer's printing and progress-bar callbacks (callers that print their own lines).
     ``plan`` and ``non_finite`` switch on the reliability layer (module docstring, 3).
     """
-    from countdown_rl.reliability import reliable_trainer_class, run_training, start_record
-    from countdown_rl.trainer import CountdownGRPOTrainer
+    from countdown_rl.runs.reliability import (
+        reliable_trainer_class,
+        run_training,
+        start_record,
+    )
+    from countdown_rl.training.trainer import CountdownGRPOTrainer
 
     names = list(reward_funcs) if reward_funcs else list(task.default_reward_funcs)
     trainer_cls = CountdownGRPOTrainer if plan is None else reliable_trainer_class(CountdownGRPOTrainer)
@@ -142,7 +146,7 @@ def train_grpo(
         if plan is None:
             write_run_record(args.output_dir, record)
         else:  # + the recipe and the status; an overwritten run's files are cleared now that the model loaded
-            start_record(args.output_dir, plan, record.to_dict())
+            start_record(args.output_dir, plan, record)
     if plan is None:
         trainer.train(resume_from_checkpoint=resume_from_checkpoint)
     else:

@@ -1,6 +1,6 @@
 """The report of a sweep (``countdown-rl report <sweep dir>``, ``countdown-rl sweep SPEC --report``).
 
-1. Read ``sweep.json`` and each run folder it lists (:func:`countdown_rl.report.load_run`: the log history,
+1. Read ``sweep.json`` and each run folder it lists (:func:`countdown_rl.evaluation.report.load_run`: the log history,
    ``run_info.json`` with the effective recipe, ``eval/eval.json`` and ``eval/samples.jsonl``). A run that has not
    finished is left out of the numbers and named in a note.
 2. ``sweep.md`` / ``sweep.csv``: one row per point (axis values), over its seeds: final held-out accuracy and
@@ -23,9 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from countdown_rl.evaluation.report import (
+    ReportError,
+    Run,
+    csv_text,
+    load_run,
+    save_figure,
+    series,
+    smooth,
+)
 from countdown_rl.files import render_markdown_table, write_atomic
-from countdown_rl.report import Run, ReportError, _save, csv_text, load_run, series, smooth
-from countdown_rl.sweeps import read_status
+from countdown_rl.sweeps.spec import read_status
 
 SWEEP_FILE = "sweep.json"
 # (panel title, metric in the log history, is an eval metric, shown in percent, log scale)
@@ -96,7 +104,7 @@ def _rollouts_per_step(info: dict[str, Any]) -> float:
 
 def _row_key(sample: dict[str, Any]) -> str:
     """A held-out row's identity in samples.jsonl: its ground-truth columns (what is not a sample field)."""
-    from countdown_rl.evaluation import SAMPLE_FIELDS
+    from countdown_rl.evaluation.scoring import SAMPLE_FIELDS
 
     return json.dumps({k: v for k, v in sample.items() if k not in (*SAMPLE_FIELDS, "max_tokens")}, sort_keys=True)
 
@@ -310,7 +318,7 @@ def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str,
     if handles:
         fig.legend(handles, labels, loc="outside right center", fontsize="small", title=title)
     fig.suptitle(f"{sweep.spec['name']}: {title} (mean over seeds; band: min-max)")
-    _save(fig, path)
+    save_figure(fig, path)
     return drawn
 
 

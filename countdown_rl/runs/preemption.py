@@ -10,8 +10,9 @@
    steps, and a checkpoint inside a cycle would not resume bit-exactly), asks the Trainer to save a checkpoint
    there (model, optimizer, scheduler, RNG and the data position in ``trainer_state.json``) and to stop. A signal
    during a scheduled save stops right after it (``on_save``): that checkpoint is already the current step.
-3. The caller (:func:`countdown_rl.reliability.run_training`) records ``interrupted at step N`` in the run's
-   status and exits with :data:`EXIT_INTERRUPTED` (75, EX_TEMPFAIL: "try again") and one line saying how to resume.
+3. The caller (:func:`countdown_rl.runs.reliability.run_training`) records ``interrupted at step N`` in the run's
+   status and exits with ``runs.record.EXIT_INTERRUPTED`` (75, EX_TEMPFAIL: "try again") and one line saying how
+   to resume.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import sys
 from transformers import TrainerCallback
 
 SIGNALS = tuple(s for s in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGUSR1", None)) if s is not None)
-EXIT_INTERRUPTED = 75
 
 
 class Preemption:

@@ -53,7 +53,7 @@ def _check_sampling(max_new_tokens: int, temperature: float, num_samples: int) -
         )
 
 
-def _prompt_texts(tokenizer, prompts: Sequence[Any], chat_template_kwargs: Mapping[str, Any] | None) -> list[str]:
+def prompt_texts(tokenizer, prompts: Sequence[Any], chat_template_kwargs: Mapping[str, Any] | None) -> list[str]:
     """Plain-text prompts as they are; message lists rendered with the chat template (assistant turn opened)."""
     texts = []
     for prompt in prompts:
@@ -123,7 +123,7 @@ def generate(
     1), else sampling. ``batch_size`` counts sequences (prompts x samples). The model is put in eval mode and its
     training mode is restored afterwards; the global RNG is left as it was (sampling uses a forked RNG seeded
     with ``seed``), so calling this mid-training changes nothing about training. A tqdm bar counts batches.
-    With ``compiled`` (a :class:`countdown_rl.compiled_generation.CompiledGeneration`) generation uses the static
+    With ``compiled`` (a :class:`countdown_rl.generation.compiled.CompiledGeneration`) generation uses the static
     cache and compiled decoding; the last batch is padded to a full one (its extra rows dropped).
     """
     import torch
@@ -132,7 +132,7 @@ def generate(
     _check_sampling(max_new_tokens, temperature, num_samples)
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    texts = _prompt_texts(tokenizer, prompts, chat_template_kwargs)
+    texts = prompt_texts(tokenizer, prompts, chat_template_kwargs)
     eos = _eos_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos)
     prompts_per_batch = max(1, batch_size // num_samples)
@@ -221,7 +221,7 @@ def generate_vllm(
     llm = vllm.LLM(model=str(model), seed=seed, dtype=dtype) if isinstance(model, (str, os.PathLike)) else model
     tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
     params = vllm.SamplingParams(n=num_samples, temperature=float(temperature), max_tokens=max_new_tokens, seed=seed)
-    outputs = llm.generate(_prompt_texts(tokenizer, prompts, chat_template_kwargs), params, use_tqdm=show_progress)
+    outputs = llm.generate(prompt_texts(tokenizer, prompts, chat_template_kwargs), params, use_tqdm=show_progress)
     return [
         [
             # vLLM keeps the EOS token in token_ids and says "length" when the budget stopped it.

@@ -3,7 +3,7 @@
 1. Puzzles: one seeded pool of easy generated puzzles (3 numbers in 1..20, targets 1..50; the generator keeps
    each ``(target, sorted nums)`` once). ``data.split_countdown`` holds out ``num_eval`` of them (seeded, deduped,
    so no puzzle is on both sides); the rest is cut in two disjoint parts, one for SFT and one for RL.
-2. Base model: the tiny byte-level BPE tokenizer and a small random Qwen3 from :mod:`countdown_rl.tiny`, saved
+2. Base model: the tiny byte-level BPE tokenizer and a small random Qwen3 from :mod:`countdown_rl.demo.tiny`, saved
    to ``base/``.
 3. SFT warm-up: TRL's ``SFTTrainer`` on prompt-completion pairs (r1_zero prompt -> solver trace + EOS, loss on
    the completion only; ``--trace search`` writes 0-2 checked wrong attempts before the solution, a longer
@@ -36,11 +36,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.algorithms import ALGORITHMS, display_name
-from countdown_rl.curriculum import describe_schedule
+from countdown_rl.algorithms.curriculum import describe_schedule
+from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.files import write_json_atomic
-from countdown_rl.pipeline import progress_callback
-from countdown_rl.runs import FINAL_EVAL_DIR, ZERO_SHOT_DIR, RunRecord, read_run_record
+from countdown_rl.runs.record import (
+    FINAL_EVAL_DIR,
+    ZERO_SHOT_DIR,
+    RunRecord,
+    read_run_record,
+)
+from countdown_rl.training.pipeline import progress_callback
 
 PROG = "countdown-rl demo"
 DEMO_SOURCE = PROG  # the run record's source: a run directory this command may clear
@@ -196,9 +201,9 @@ def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, An
     One generator call gives distinct puzzles; ``data.split_rows`` (dedupe + seeded hold-out) takes the eval
     set, so no ``(target, sorted nums)`` is both trained on and evaluated.
     """
-    from countdown_rl.data import split_rows
     from countdown_rl.tasks import get_task
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
+    from countdown_rl.training.data import split_rows
 
     total = spec.num_sft + spec.num_rl + spec.num_eval
     pool = generate_countdown(total, seed=seed, **spec.generator_kwargs())
@@ -232,7 +237,7 @@ def sft_warmup(
     """
     from countdown_rl.tasks.countdown.prompts import build_prompt
     from countdown_rl.tasks.countdown.puzzles import search_trace, solver_trace
-    from countdown_rl.warmup import sft_warmup as sft_warmup_examples
+    from countdown_rl.training.warmup import sft_warmup as sft_warmup_examples
 
     if trace not in TRACES:
         raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
@@ -265,7 +270,7 @@ def evaluate_stage(
     eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
     ``tokenizer``, or a saved model folder (``tokenizer`` None). Returns one ``BudgetResult`` per budget, in order.
     """
-    from countdown_rl.evaluation import evaluate_budgets, write_eval_outputs
+    from countdown_rl.evaluation.scoring import evaluate_budgets, write_eval_outputs
 
     if isinstance(model, (str, os.PathLike)):
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -320,7 +325,7 @@ def grpo_train(
     run_info: Mapping[str, Any] | None = None,
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """RL from ``sft_dir`` with :func:`countdown_rl.pipeline.train_grpo` and the ``countdown`` reward, into ``run_dir``.
+    """RL from ``sft_dir`` with :func:`countdown_rl.training.pipeline.train_grpo` and the ``countdown`` reward, into ``run_dir``.
 
     Writes ``run_info.json`` first, then checkpoints every ``save_steps``; at the end the model, tokenizer and
     ``trainer_state.json``. With ``resume`` it continues from the newest ``checkpoint-N`` in ``run_dir`` (if any).
@@ -332,9 +337,9 @@ def grpo_train(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.trainer_utils import get_last_checkpoint
 
-    from countdown_rl.pipeline import train_grpo
     from countdown_rl.tasks import get_task
-    from countdown_rl.trainer import CountdownGRPOConfig
+    from countdown_rl.training.pipeline import train_grpo
+    from countdown_rl.training.trainer import CountdownGRPOConfig
 
     run = Path(run_dir)
     checkpoint = get_last_checkpoint(str(run)) if resume and run.is_dir() else None
@@ -461,7 +466,7 @@ def sft_stage_done(sft_dir: str | Path, config: DemoConfig) -> bool:
 def warm_start(config: DemoConfig) -> WarmStart:
     """Puzzles, base model and SFT warm-up into ``config.output_dir`` (``base/``, ``sft/``); with
     ``config.resume`` a finished SFT stage made with the same settings is reused instead of trained again."""
-    from countdown_rl.tiny import save_tiny_model
+    from countdown_rl.demo.tiny import save_tiny_model
 
     out = Path(config.output_dir)
     base_dir, sft_dir = out / "base", out / "sft"
@@ -488,7 +493,7 @@ def warm_start(config: DemoConfig) -> WarmStart:
 def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int]) -> list:
     """Greedy evaluation of the SFT model on the held-out puzzles at ``budgets`` -> ``<output_dir>/zero_shot``;
     with ``config.resume`` an evaluation of the same SFT model at the same budgets is read back instead."""
-    from countdown_rl.evaluation import read_eval
+    from countdown_rl.evaluation.scoring import read_eval
 
     zero_dir = Path(config.output_dir) / ZERO_SHOT_DIR
     budgets = sorted(set(budgets))

@@ -45,7 +45,7 @@ from collections.abc import Iterator, Sequence
 
 from transformers.trainer_callback import TrainerCallback
 
-logger = logging.getLogger("countdown_rl.compiled_generation")
+logger = logging.getLogger("countdown_rl.generation.compiled")
 
 GENERATION_BACKENDS = ("transformers", "compiled", "vllm")
 BUCKET_MULTIPLE = 64  # automatic buckets and grown buckets are multiples of this

@@ -1,6 +1,6 @@
 """The model card (``README.md`` in ``output_dir``) of a countdown-rl run.
 
-1. ``run_info.json`` (:class:`countdown_rl.runs.RunRecord`), written before training, says what was trained:
+1. ``run_info.json`` (:class:`countdown_rl.runs.record.RunRecord`), written before training, says what was trained:
    task, base model, dataset, algorithm, max completion length.
 2. ``eval/eval.json``, written by the final evaluation, holds the held-out results table (when it exists).
 3. :func:`render_model_card` turns both into Markdown with Hub metadata (base_model, datasets, tags
@@ -11,11 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from countdown_rl.algorithms import ALGORITHMS, display_name
-from countdown_rl.curriculum import describe_schedule
-from countdown_rl.evaluation import EVAL_JSON, markdown_table, read_eval
+from countdown_rl.algorithms.curriculum import describe_schedule
+from countdown_rl.algorithms.presets import ALGORITHMS, display_name
+from countdown_rl.evaluation.scoring import EVAL_JSON, markdown_table, read_eval
 from countdown_rl.files import write_atomic
-from countdown_rl.runs import FINAL_EVAL_DIR, RUN_INFO, RunRecord, read_run_record
+from countdown_rl.runs.record import (
+    FINAL_EVAL_DIR,
+    RUN_INFO,
+    RunRecord,
+    read_run_record,
+)
 
 
 def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
@@ -67,7 +72,7 @@ def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
 def write_model_card(output_dir: str | Path, *, fallback: RunRecord | None = None) -> Path:
     """Render the card from ``run_info.json`` (or ``fallback``) and ``eval/eval.json`` into ``output_dir/README.md``.
 
-    >>> import tempfile; from countdown_rl.runs import write_run_record
+    >>> import tempfile; from countdown_rl.runs.record import write_run_record
     >>> d = Path(tempfile.mkdtemp())
     >>> _ = write_run_record(d, RunRecord(task="gsm8k", algorithm="grpo", max_completion_length=256))
     >>> "- grpo" in write_model_card(d).read_text()

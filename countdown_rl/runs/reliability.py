@@ -1,11 +1,11 @@
 """What ``countdown-rl train`` does around ``trainer.train()`` for long jobs: the three calls ``train.main`` makes.
 
-1. :func:`prepare_run` (before anything is loaded): the Hub settings (:mod:`countdown_rl.hub`), the output
-   directory (:mod:`countdown_rl.run_record`: never reused silently; a resume must match the saved recipe) and
-   the checkpoint to resume from (the newest complete one, :mod:`countdown_rl.checkpoints`). Errors are
+1. :func:`prepare_run` (before anything is loaded): the Hub settings (:mod:`countdown_rl.runs.hub`), the output
+   directory (:mod:`countdown_rl.runs.guard`: never reused silently; a resume must match the saved recipe) and
+   the checkpoint to resume from (the newest complete one, :mod:`countdown_rl.runs.checkpoints`). Errors are
    ``ValueError`` with one line.
 2. :func:`reliable_trainer_class` adds atomic checkpoints and the non-finite guard to a trainer class.
-3. :func:`run_training` trains under the signal handlers (:mod:`countdown_rl.preemption`) and turns the way
+3. :func:`run_training` trains under the signal handlers (:mod:`countdown_rl.runs.preemption`) and turns the way
    training ended into the run's status in ``run_info.json`` and, if it did not finish, one line and an exit code:
    interrupted -> 75 (resume with ``--resume true``), non-finite -> 1.
 """
@@ -13,14 +13,38 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.run_record import check_output_dir, clear_previous_run, effective_recipe, set_status
+from countdown_rl.runs.checkpoints import AtomicCheckpointMixin, checkpoint_problem, last_complete_checkpoint
+from countdown_rl.runs.guard import check_output_dir, clear_previous_run, effective_recipe
+from countdown_rl.runs.record import EXIT_INTERRUPTED, EXIT_NON_FINITE, RunRecord, set_status, write_run_record
 
-EXIT_NON_FINITE = 1
-EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: try again (preemption.EXIT_INTERRUPTED)
+NON_FINITE = ("stop", "skip")
+
+
+@dataclass
+class ReliabilityArguments:
+    """How a run treats its output directory and non-finite steps (recipe keys; base of the script arguments)."""
+
+    resume: bool = field(
+        default=False,
+        metadata={"help": "Continue the run in output_dir from its newest complete checkpoint (its recipe must "
+                  "match, except keys that may change on resume); with no checkpoint yet, start it. Safe to repeat "
+                  "on a requeued job."},
+    )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Start afresh in an output_dir that holds another run: its checkpoints are removed when "
+                  "training starts, its other files are overwritten."},
+    )
+    non_finite: str = field(
+        default="stop",
+        metadata={"help": "A NaN or infinite loss or gradient norm: 'stop' the run at that step (the weights are "
+                  "not updated, the last good checkpoint is kept) or 'skip' the update and go on (counted in the "
+                  "logs as non_finite_skipped).", "choices": list(NON_FINITE)},
+    )
 
 
 @dataclass
@@ -36,8 +60,6 @@ def resolve_resume(resume: bool, resume_from_checkpoint: Any, output_dir: str) -
     """The checkpoint to start from. ``resume: true``: the newest complete one, or None (start); TRL's
     ``resume_from_checkpoint``: ``true`` -> the newest complete one (an error if none), a path -> that path,
     which must be complete."""
-    from countdown_rl.checkpoints import checkpoint_problem, last_complete_checkpoint
-
     if resume_from_checkpoint in (None, False, "false", "False", ""):
         if not resume:
             return None
@@ -82,7 +104,7 @@ def check_budgets(script_args, training_args) -> None:
 
 def prepare_run(script_args, training_args, model_args) -> RunPlan:
     """Checks before loading (module docstring, 1); nothing is written or deleted here."""
-    from countdown_rl.hub import check_hub_settings
+    from countdown_rl.runs.hub import check_hub_settings
 
     check_budgets(script_args, training_args)
     check_hub_settings(push_to_hub=training_args.push_to_hub, hub_model_id=training_args.hub_model_id,
@@ -97,26 +119,21 @@ def prepare_run(script_args, training_args, model_args) -> RunPlan:
     return RunPlan(checkpoint, recipe, overwrite=False)
 
 
-def start_record(output_dir: str, plan: RunPlan, run_info: dict[str, Any]) -> None:
-    """Main process, after the model loaded: clear an overwritten run, then write run_info.json (status running)."""
-    from countdown_rl.files import write_json_atomic
-    from countdown_rl.run_record import RUN_INFO
-
+def start_record(output_dir: str, plan: RunPlan, record: RunRecord) -> None:
+    """Main process, after the model loaded: clear an overwritten run, then write the record with the recipe and
+    the status ``running`` (at the step resumed from)."""
     if plan.overwrite:
         clear_previous_run(output_dir)
     step = None
     if plan.checkpoint:
         step = int(Path(plan.checkpoint).name.rsplit("-", 1)[-1]) if "-" in Path(plan.checkpoint).name else None
-    write_json_atomic(Path(output_dir) / RUN_INFO, {
-        **run_info, "recipe": plan.recipe,
-        "status": {"state": "running", "step": step, "message": None},
-    })
+    write_run_record(output_dir, replace(record, recipe=plan.recipe,
+                                         status={"state": "running", "step": step, "message": None}))
 
 
 def reliable_trainer_class(base: type) -> type:
     """``base`` with atomic checkpoints and the non-finite guard (mixins first: they wrap base's methods)."""
-    from countdown_rl.checkpoints import AtomicCheckpointMixin
-    from countdown_rl.non_finite import NonFiniteMixin
+    from countdown_rl.runs.non_finite import NonFiniteMixin
 
     return type(f"Reliable{base.__name__}", (AtomicCheckpointMixin, NonFiniteMixin, base), {})
 
@@ -128,9 +145,8 @@ def _say(prog: str, kind: str, message: str) -> None:
 def run_training(trainer, checkpoint: str | None, *, non_finite: str = "stop",
                  prog: str = "countdown-rl train") -> int | None:
     """Train (resuming from ``checkpoint``); None if training finished, else the exit code after one line."""
-    from countdown_rl.checkpoints import last_complete_checkpoint
-    from countdown_rl.non_finite import NonFiniteCallback
-    from countdown_rl.preemption import Preemption, PreemptionCallback
+    from countdown_rl.runs.non_finite import NonFiniteCallback
+    from countdown_rl.runs.preemption import Preemption, PreemptionCallback
 
     output_dir = trainer.args.output_dir
     main = trainer.accelerator.is_main_process

@@ -10,7 +10,7 @@
 4. Dedupe on ``task.dedupe_key`` keeping the first occurrence, and split with no problem on both sides: a seeded
    random hold-out, the source's own evaluation split (``eval_dataset_split``), or a task's positional split
    (Countdown's ``tinyzero``).
-5. Order the training rows (``data_order``, :mod:`countdown_rl.curriculum`): as split (``random``: TRL
+5. Order the training rows (``data_order``, :mod:`countdown_rl.algorithms.curriculum`): as split (``random``: TRL
    shuffles), easy to hard by ``task.difficulty`` (a stable sort), or in seeded difficulty ``staged`` blocks. The
    held-out rows are never reordered.
 6. Add a ``prompt`` column rendered by the task's template, keeping the task's columns next to it: TRL passes
@@ -33,7 +33,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.curriculum import DATA_ORDERS, DEFAULT_REPLAY, DEFAULT_STAGES, data_order_indices
+from countdown_rl.algorithms.curriculum import (
+    DATA_ORDERS,
+    DEFAULT_REPLAY,
+    DEFAULT_STAGES,
+    data_order_indices,
+)
 from countdown_rl.tasks import DEFAULT_TASK, TASKS, get_task
 
 if TYPE_CHECKING:
@@ -539,7 +544,7 @@ def prepare_dataset(
     rows whose problem is among them are removed. ``require_train=False`` (evaluation) accepts a source whose rows
     are all held out, e.g. ``HuggingFaceH4/MATH-500`` with ``split="test", eval_split="test"``. ``order`` (with
     ``stages`` and ``replay`` for ``"staged"``, shuffled with ``seed``) orders the training rows only, after the
-    split (:func:`countdown_rl.curriculum.data_order_indices`).
+    split (:func:`countdown_rl.algorithms.curriculum.data_order_indices`).
 
     >>> import tempfile, os
     >>> from countdown_rl.tasks import get_task

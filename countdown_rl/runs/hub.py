@@ -6,26 +6,35 @@
    ``huggingface_hub.get_token()``: ``HF_TOKEN`` or ``hf auth login``). One line if not; nothing is sent.
 2. A push that fails at the end of a finished run (``countdown-rl train``) keeps everything on disk and says so in
    one line, with the command below.
-3. ``countdown-rl push RUN_DIR --hub-model-id owner/name``: uploads a finished run directory (model or adapter,
-   tokenizer, ``README.md`` card, ``eval/``, ``zero_shot/``, ``run_info.json``, ``trainer_state.json``), not its
-   checkpoints, merged copy or staging folder. The card is written first if the run has none.
-4. :func:`check_model_source` (train and eval, before loading): a model path that exists must be a folder; a Hub
-   id while offline must already be in the Hub cache.
+3. :func:`push_run` (``countdown-rl push RUN_DIR --hub-model-id owner/name``): uploads a finished run directory
+   (model or adapter, tokenizer, ``README.md`` card, ``eval/``, ``zero_shot/``, ``run_info.json``,
+   ``trainer_state.json``), not its checkpoints, merged copy or staging folder.
+4. Model sources (train and eval, before loading): :func:`is_local_path` tells a folder from a Hub id;
+   :func:`check_model_source`: a model path that exists must be a folder; a Hub id while offline must already be
+   in the Hub cache.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
+import re
 from pathlib import Path
 
-from countdown_rl.one_line import OneLineArgumentParser
-from countdown_rl.runs import RUN_INFO
+from countdown_rl.runs.record import RUN_INFO
 
-PROG = "countdown-rl push"
 # Left out of a pushed run directory: resumable state and local copies (the Trainer's own push leaves them out too).
 IGNORE = ["checkpoint-*", "checkpoint-*/**", ".staging/**", "merged/**", "_*", "runs/**", "completions/**"]
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
+# Hub repo ids: "name" or "owner/name". Anything else (absolute, ./, ~, deeper paths) is meant as a local path.
+_HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def is_local_path(model: str) -> bool:
+    """Whether ``model`` names a local folder (existing, or spelled like a path rather than a Hub id).
+
+    >>> is_local_path("Qwen/Qwen2.5-3B"), is_local_path("./runs/x"), is_local_path("/abs"), is_local_path("a/b/c")
+    (False, True, True, True)
+    """
+    return Path(model).expanduser().exists() or not _HUB_MODEL_ID.fullmatch(model)
 
 
 def hub_offline() -> bool:
@@ -66,8 +75,6 @@ def check_hub_settings(*, push_to_hub: bool, hub_model_id: str | None, output_di
 
 def check_model_source(model: str, key: str) -> None:
     """A model to load: an existing folder, or a Hub id that can be fetched (online, or already in the cache)."""
-    from countdown_rl.commands.evaluate import is_local_path
-
     path = Path(model).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -105,52 +112,13 @@ def check_run_dir(run_dir: Path) -> None:
 
 def push_run(run_dir: str | Path, repo_id: str, *, private: bool | None = None, token: str | None = None,
              message: str = "countdown-rl push") -> str:
-    """Create the repository if needed and upload the run directory (module docstring, 3); returns the commit url."""
+    """Create the repository if needed and upload the run directory (module docstring, 3) as it is; returns the
+    commit url. The caller writes the model card first (``countdown-rl push`` does, when the run has none)."""
     from huggingface_hub import HfApi
 
-    from countdown_rl.model_card import write_model_card
-
     run_dir = Path(run_dir)
-    if not (run_dir / "README.md").is_file():
-        write_model_card(run_dir)
     api = HfApi(token=token)
     api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
     commit = api.upload_folder(repo_id=repo_id, folder_path=str(run_dir), commit_message=message,
                                ignore_patterns=IGNORE, repo_type="model")
     return str(getattr(commit, "commit_url", commit))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = OneLineArgumentParser(prog=PROG, description="Push a finished run directory (model or adapter, card, "
-                                "eval files) to the Hugging Face Hub; checkpoints stay local.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a finished countdown-rl train output_dir")
-    p.add_argument("--hub-model-id", "--hub_model_id", dest="hub_model_id", required=True,
-                   help="repository id, owner/name")
-    p.add_argument("--private", action=argparse.BooleanOptionalAction, default=None,
-                   help="create the repository private (default: the Hub's default)")
-    p.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``countdown-rl push``; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    run_dir = Path(args.run_dir)
-    try:
-        check_run_dir(run_dir)
-        repo_id = check_hub_settings(push_to_hub=True, hub_model_id=args.hub_model_id, token=args.token,
-                                     key_style="cli")
-    except ValueError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    try:
-        url = push_run(run_dir, repo_id, private=args.private, token=args.token)
-    except Exception as err:  # noqa: BLE001  (network, auth, permissions: one line, the files stay)
-        print(f"{PROG}: error: {failed_push_message(run_dir, repo_id, err)}", file=sys.stderr)
-        return 1
-    print(f"pushed {run_dir} to https://huggingface.co/{repo_id} ({url})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

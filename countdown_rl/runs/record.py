@@ -3,11 +3,14 @@
 1. :class:`RunRecord` says what was trained (task, algorithm, base model, dataset, budget, reduction, ...) and by
    which command (``source``); ``recipe`` holds the effective recipe and ``extra`` what a caller adds (e.g. the
    demo's replication identity).
-2. :func:`write_run_record` writes it atomically before training starts; :func:`read_run_record` reads it back
-   for the model card, the report, the demo's resume and the benchmarks. Records written before a key existed
-   read with that key's default (runs before tasks existed were all Countdown).
+2. :func:`write_run_record` is its one writer (atomic, before training starts); :func:`read_run_record` its one
+   reader (the model card, the report, the guard, sweeps, the demo's resume, the benchmarks): a file that is not
+   a JSON object is a one-line ``ValueError`` naming it. Records written before a key existed read with that
+   key's default (runs before tasks existed were all Countdown).
+3. :func:`set_status` rewrites the status as the run goes (``running``, ``interrupted``, ``failed``,
+   ``finished``, with the step and a one-line message), through the same reader and writer.
 
-The run directory's other fixed names live here too, so no module spells them as literals.
+The run directory's fixed names and the exit codes live here too, so no module spells them as literals.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from typing import Any
 
 from countdown_rl.files import write_json_atomic
 
-__all__ = ["FINAL_EVAL_DIR", "RUN_INFO", "TRAINER_STATE", "ZERO_SHOT_DIR", "RunRecord", "read_run_record",
-           "write_run_record"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_NON_FINITE", "FINAL_EVAL_DIR", "RUN_INFO", "TRAINER_STATE", "ZERO_SHOT_DIR",
+           "RunRecord", "read_run_record", "set_status", "write_run_record"]
 
 RUN_INFO = "run_info.json"
 TRAINER_STATE = "trainer_state.json"
 FINAL_EVAL_DIR = "eval"  # the trained model's final evaluation (eval.json, eval.md, samples.jsonl)
 ZERO_SHOT_DIR = "zero_shot"  # the base model's evaluation at the same budget, when a pipeline made one
+
+EXIT_INTERRUPTED = 75  # EX_TEMPFAIL, "try again": a signal stopped the run after a checkpoint (resume it)
+EXIT_NON_FINITE = 1  # a NaN or infinite loss or gradient norm stopped the run (the last good checkpoint is kept)
 
 
 @dataclass
@@ -100,3 +106,16 @@ def read_run_record(output_dir: str | Path) -> RunRecord | None:
         return RunRecord.from_dict(data)
     except TypeError as err:
         raise ValueError(f"{path}: not a run record ({err})") from None
+
+
+def set_status(output_dir: str | Path, state: str, *, step: int | None = None, message: str | None = None,
+               **extra: Any) -> None:
+    """Rewrite the record's ``status`` (the rest is kept; a missing record is started empty).
+
+    >>> import tempfile; d = tempfile.mkdtemp(); set_status(d, "interrupted", step=3)
+    >>> read_run_record(d).status["state"], read_run_record(d).status["step"]
+    ('interrupted', 3)
+    """
+    record = read_run_record(output_dir) or RunRecord()
+    record.status = {"state": state, "step": step, "message": message, **extra}
+    write_run_record(output_dir, record)

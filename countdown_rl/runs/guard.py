@@ -1,16 +1,15 @@
-"""The run's record (``run_info.json``) and the output-directory guard of ``countdown-rl train``.
+"""The output-directory guard of ``countdown-rl train`` and the demo: a folder holding a run is never reused silently.
 
-1. ``run_info.json`` is the run's one record: what the model card reads (model, dataset, algorithm, budget),
-   ``recipe`` (every effective key of the three recipe dataclasses, after ``__post_init__``) and ``status``
-   (``running``, ``interrupted``, ``failed`` or ``finished``, with the step and a one-line message). It is always
-   written atomically (``files.write_json_atomic``); the status is rewritten in place as the run goes.
-2. :func:`check_output_dir` runs after the recipe is parsed and before anything is loaded. An empty or missing
+1. :func:`check_output_dir` runs after the recipe is parsed and before anything is loaded. An empty or missing
    ``output_dir`` is fine. A folder holding another run's files is refused in one line naming the folder and the
-   first keys that differ, unless the recipe says how to go on: ``resume: true`` (continue that run; its recipe
+   first keys that differ, unless the caller says how to go on: ``resume: true`` (continue that run; its recipe
    must match except :data:`MAY_CHANGE_ON_RESUME`), TRL's ``resume_from_checkpoint`` (the same check), or
-   ``overwrite_output_dir: true`` (start afresh; the old checkpoints are removed just before training starts).
+   ``overwrite_output_dir: true`` (start afresh; the old checkpoints are removed just before training starts,
+   :func:`clear_previous_run`).
+2. The recipe compared is the run record's (:mod:`countdown_rl.runs.record`): every effective key of the recipe
+   dataclasses, after ``__post_init__`` (:func:`effective_recipe`).
 3. ``resume: true`` is idempotent, for requeued jobs: no checkpoint yet means "start", a checkpoint means
-   "continue from the newest complete one" (:mod:`countdown_rl.checkpoints`). TRL's
+   "continue from the newest complete one" (:mod:`countdown_rl.runs.checkpoints`). TRL's
    ``resume_from_checkpoint: true`` keeps its meaning: a checkpoint must exist.
 """
 
@@ -19,14 +18,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.files import write_json_atomic
-from countdown_rl.runs import RUN_INFO  # one record file: countdown_rl.runs.RunRecord
+from countdown_rl.runs.checkpoints import STAGING, checkpoint_dirs
+from countdown_rl.runs.record import RUN_INFO, TRAINER_STATE, RunRecord, read_run_record
 
-NON_FINITE = ("stop", "skip")
 # Keys that may differ between a run and its resumption: where it writes, how far it goes, and what it logs,
 # evaluates, saves or pushes on the way. Everything that shapes the optimisation itself must match.
 MAY_CHANGE_ON_RESUME = frozenset({
@@ -44,29 +41,6 @@ MAY_CHANGE_ON_RESUME = frozenset({
 # Keys that depend on how the process was launched, not on the recipe: recorded, never compared.
 NOT_COMPARED = frozenset({"local_rank"})
 FIRST_KEYS_SHOWN = 3
-
-
-@dataclass
-class ReliabilityArguments:
-    """How a run treats its output directory and non-finite steps (recipe keys; base of the script arguments)."""
-
-    resume: bool = field(
-        default=False,
-        metadata={"help": "Continue the run in output_dir from its newest complete checkpoint (its recipe must "
-                  "match, except keys that may change on resume); with no checkpoint yet, start it. Safe to repeat "
-                  "on a requeued job."},
-    )
-    overwrite_output_dir: bool = field(
-        default=False,
-        metadata={"help": "Start afresh in an output_dir that holds another run: its checkpoints are removed when "
-                  "training starts, its other files are overwritten."},
-    )
-    non_finite: str = field(
-        default="stop",
-        metadata={"help": "A NaN or infinite loss or gradient norm: 'stop' the run at that step (the weights are "
-                  "not updated, the last good checkpoint is kept) or 'skip' the update and go on (counted in the "
-                  "logs as non_finite_skipped).", "choices": list(NON_FINITE)},
-    )
 
 
 class OutputDirError(ValueError):
@@ -98,28 +72,23 @@ def recipe_differences(saved: dict[str, Any], current: dict[str, Any], *, resumi
     return diffs
 
 
-def read_run_info(output_dir: str | Path) -> dict[str, Any] | None:
-    """``run_info.json`` of ``output_dir``, or None if there is none (an unreadable one is an error)."""
-    path = Path(output_dir) / RUN_INFO
-    if not path.is_file():
-        return None
+def _saved_record(output_dir: Path) -> RunRecord | None:
+    """The run record in ``output_dir`` through the one reader; an unreadable one says how to go on."""
     try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise OutputDirError(f"output_dir {output_dir}: {RUN_INFO} is unreadable ({err}); pass "
-                             "overwrite_output_dir: true to start afresh") from None
-    return info if isinstance(info, dict) else None
+        return read_run_record(output_dir)
+    except ValueError as err:
+        raise OutputDirError(f"output_dir {output_dir}: {err}; pass overwrite_output_dir: true to start afresh") from None
 
 
-def _status_words(info: dict[str, Any]) -> str:
-    status = info.get("status") or {}
+def _status_words(record: RunRecord) -> str:
+    status = record.status or {}
     state = status.get("state", "unknown state")
     return f"{state} at step {status['step']}" if status.get("step") is not None else state
 
 
 def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: bool, overwrite: bool,
-                     resume_from_checkpoint: Any = None) -> dict[str, Any] | None:
-    """Refuse to reuse ``output_dir`` silently (module docstring, 2); returns the saved run_info (or None).
+                     resume_from_checkpoint: Any = None) -> RunRecord | None:
+    """Refuse to reuse ``output_dir`` silently (module docstring, 2); returns the saved record (or None).
 
     Nothing is read but ``run_info.json`` and the folder listing; nothing is written or deleted.
     """
@@ -130,9 +99,9 @@ def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: 
         return None
     if resume and overwrite:
         raise OutputDirError("resume and overwrite_output_dir: choose one (continue the run, or start afresh)")
-    info = read_run_info(out)
-    if overwrite:
-        return info
+    if overwrite:  # the old run goes: nothing to compare
+        return None
+    info = _saved_record(out)
     resuming = resume or resume_from_checkpoint not in (None, False, "", "false", "False")
     how = ("pass --resume true to continue it, --overwrite_output_dir true to start afresh there, "
            "or choose another output_dir")
@@ -141,8 +110,8 @@ def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: 
             return None
         raise OutputDirError(f"output_dir {out}: not empty and holds no {RUN_INFO} (not a countdown-rl run); "
                              "pass --overwrite_output_dir true to use it anyway, or choose another output_dir")
-    saved = info.get("recipe")
-    if saved is None:  # written before recipes were recorded: nothing to compare
+    saved = info.recipe
+    if not saved:  # written before recipes were recorded: nothing to compare
         if resuming:
             return info
         raise OutputDirError(f"output_dir {out}: holds another run ({RUN_INFO} without a recorded recipe); {how}")
@@ -151,7 +120,7 @@ def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: 
         raise OutputDirError(
             f"output_dir {out}: cannot resume, the recipe differs from the saved one in {len(diffs)} key(s): "
             f"{'; '.join(diffs[:FIRST_KEYS_SHOWN])} (only max_steps and the logging, evaluation, saving and Hub "
-            "keys may change on resume: run_record.MAY_CHANGE_ON_RESUME)"
+            "keys may change on resume: runs.guard.MAY_CHANGE_ON_RESUME)"
         )
     if not resuming:
         what = (f"a run with a different recipe ({'; '.join(diffs[:FIRST_KEYS_SHOWN])}"
@@ -163,25 +132,14 @@ def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: 
 def clear_previous_run(output_dir: str | Path) -> list[str]:
     """For ``overwrite_output_dir``: remove the previous run's checkpoints (which a later resume would pick up) and
     its status; other files are overwritten by the new run. Returns the names removed."""
-    from countdown_rl.checkpoints import STAGING, checkpoint_dirs
-
     out = Path(output_dir)
     removed = []
     for path in [*checkpoint_dirs(out), out / STAGING]:
         if path.is_dir():
             shutil.rmtree(path)
             removed.append(path.name)
-    for name in (RUN_INFO, "trainer_state.json"):
+    for name in (RUN_INFO, TRAINER_STATE):
         if (out / name).is_file():
             (out / name).unlink()
             removed.append(name)
     return removed
-
-
-def set_status(output_dir: str | Path, state: str, *, step: int | None = None, message: str | None = None,
-               **extra: Any) -> None:
-    """Rewrite ``status`` in ``run_info.json`` (atomically; the rest of the record is kept)."""
-    path = Path(output_dir) / RUN_INFO
-    info = read_run_info(output_dir) or {}
-    info["status"] = {"state": state, "step": step, "message": message, **extra}
-    write_json_atomic(path, info)

@@ -17,16 +17,31 @@ import csv
 import io
 import json
 import re
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.curriculum import describe_schedule
-from countdown_rl.evaluation import SAMPLE_FIELDS, BudgetResult, read_eval, read_samples
-from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
-from countdown_rl.runs import FINAL_EVAL_DIR, RUN_INFO, TRAINER_STATE, ZERO_SHOT_DIR, read_run_record
+from countdown_rl.algorithms.curriculum import describe_schedule
+from countdown_rl.evaluation.scoring import (
+    SAMPLE_FIELDS,
+    BudgetResult,
+    read_eval,
+    read_samples,
+)
+from countdown_rl.files import (
+    format_number,
+    format_percent,
+    render_markdown_table,
+    write_atomic,
+)
+from countdown_rl.runs.record import (
+    FINAL_EVAL_DIR,
+    RUN_INFO,
+    TRAINER_STATE,
+    ZERO_SHOT_DIR,
+    read_run_record,
+)
 
 TRAINED_EVAL, ZERO_SHOT_EVAL = Path(FINAL_EVAL_DIR), Path(ZERO_SHOT_DIR)
 PLOTS = {
@@ -345,7 +360,7 @@ def _figure(width: float = 7.0, height: float = 4.5):
     return fig, fig.add_subplot()
 
 
-def _save(fig, path: Path) -> None:
+def save_figure(fig, path: Path) -> None:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=120)
     write_atomic(path, buffer.getvalue())
@@ -427,7 +442,7 @@ def _line_plot(
         ax.legend(fontsize="small")
     else:
         _no_data(ax, empty)
-    _save(fig, path)
+    save_figure(fig, path)
     return drawn
 
 
@@ -535,7 +550,7 @@ def plot_accuracy_by_budget(runs: Sequence[Run], path: Path) -> bool:
         ax.legend(handles=handles, fontsize="small", loc="upper center", ncol=len(handles))
     else:
         _no_data(ax, "no eval/eval.json in any run")
-    _save(fig, path)
+    save_figure(fig, path)
     return bool(budgets)
 
 

@@ -1,0 +1,8 @@
+"""The offline CPU demo (``countdown-rl demo``) and the tiny model it and the tests start from.
+
+- :mod:`.tiny`: a tiny byte-level BPE tokenizer and a random Qwen3, built offline and deterministically.
+- :mod:`.stages`: the demo's stages (warm start, zero-shot, RL, the before/after table), reused by the benchmarks.
+
+The demo is Countdown's: it may import :mod:`countdown_rl.tasks.countdown` besides everything training,
+evaluation and runs offer. Never a command.
+"""

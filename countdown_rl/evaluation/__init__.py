@@ -1,0 +1,10 @@
+"""Evaluation: scoring completions with a task, the eval files, reports across runs and the model card.
+
+- :mod:`.scoring`: generate for evaluation, score by the task, ``BudgetResult``, pass@k.
+- :mod:`.eval_files`: ``eval.json`` / ``eval.md`` / ``samples.jsonl``: their metadata, writing and reading.
+- :mod:`.report`: tables and plots from run directories (``countdown-rl report``).
+- :mod:`.model_card`: the run's ``README.md`` for the Hub.
+
+May import: :mod:`countdown_rl.files`, the task registry (:mod:`countdown_rl.tasks`), :mod:`countdown_rl.algorithms`,
+:mod:`countdown_rl.generation`, :mod:`countdown_rl.runs`. Never training, sweeps, the demo or a command.
+"""

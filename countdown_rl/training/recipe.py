@@ -1,0 +1,143 @@
+"""The training recipe: its script arguments, the strict parser and the checks made before anything loads.
+
+1. A recipe is TRL's ``--config`` YAML plus ``--key value`` overrides, parsed with ``TrlParser`` over three
+   dataclasses: :class:`ScriptArguments` (data, rewards, the run directory), :class:`CountdownGRPOConfig`
+   (TRL's ``GRPOConfig`` and our algorithm keys) and TRL's ``ModelConfig``. Every flag is ``--snake_case`` with a
+   hyphenated alias, as ``HfArgumentParser`` makes them.
+2. :func:`parse_args` is strict: an unknown key in the file or on the command line is an error naming where it
+   came from (the file, or the command line).
+3. :func:`check_recipe` checks everything that can be wrong in a parsed recipe (task, options, template, reward
+   names, batch arithmetic, LoRA, vLLM) before any model or dataset is loaded. Errors are one-line ``ValueError``.
+
+``countdown-rl train`` and ``countdown-rl sweep`` both parse and check recipes with these functions.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+
+from countdown_rl.runs.reliability import ReliabilityArguments
+from countdown_rl.training.data import DataArguments
+
+__all__ = ["ScriptArguments", "check_recipe", "parse_args", "recipe_keys", "recipe_parser"]
+
+
+@dataclass
+class ScriptArguments(DataArguments, ReliabilityArguments):
+    """What to train on and what to do around training (the recipe's non-TRL keys)."""
+
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={"help": "Reward functions of the task by name (default: the task's); weights: reward_weights."},
+    )
+    eval_subset_size: int = field(
+        default=128,
+        metadata={"help": "Held-out rows scored greedily every eval_steps during training (0: none)."},
+    )
+    final_eval_size: int | None = field(
+        default=None,
+        metadata={"help": "Held-out rows for the final evaluation (default: the whole test split; 0: skip)."},
+    )
+    merge_adapter: bool = field(
+        default=False,
+        metadata={"help": "With use_peft: also write the LoRA-merged full model to <output_dir>/merged."},
+    )
+
+
+def recipe_parser():
+    """TrlParser over our three dataclasses whose argparse errors raise ValueError (argparse prints usage, exits)."""
+    from trl import ModelConfig, TrlParser
+
+    from countdown_rl.training.trainer import CountdownGRPOConfig
+
+    class RecipeParser(TrlParser):
+        def error(self, message):
+            raise ValueError(message)
+
+    return RecipeParser((ScriptArguments, CountdownGRPOConfig, ModelConfig))
+
+
+def _source(message: str, argv: list[str], config_path: str | None) -> str:
+    """Where the option a parse error names came from: the command line, the recipe file, or either."""
+    if config_path is None:
+        return "command line"
+    named = re.findall(r"--\w+", message)
+    if named and any(flag in argv for flag in named):
+        return "command line"
+    if named or len(argv) == 2:  # only --config recipe.yaml: the file set it
+        return config_path
+    return f"{config_path} (with command-line overrides)"
+
+
+def parse_args(argv: list[str] | None = None):
+    """Parse ``--config recipe.yaml`` plus ``--key value`` overrides; unknown keys are errors naming the source."""
+    import yaml
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    config_path = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
+    parser = recipe_parser()
+    try:
+        *parsed, from_config, from_cli = parser.parse_args_and_config(
+            argv, return_remaining_strings=True, separate_remaining_strings=True
+        )
+    except OSError as err:  # the recipe file cannot be read
+        raise ValueError(f"--config: {err.strerror or err}: {config_path}") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"{config_path}: not valid YAML: {err}") from None
+    except ValueError as err:
+        raise ValueError(f"{_source(str(err), argv, config_path)}: {err}") from None
+    unknown_config = [s[2:] for s in from_config if s.startswith("--")]
+    if unknown_config:
+        raise ValueError(f"{config_path}: unknown key(s) {', '.join(unknown_config)}")
+    if from_cli:
+        raise ValueError(f"command line: unknown argument(s) {' '.join(from_cli)}")
+    return tuple(parsed)
+
+
+def check_recipe(script_args, training_args, model_args):
+    """Everything that can be wrong in a recipe, checked before any model or dataset is loaded (one line each).
+
+    Returns the task, with its options parsed.
+    """
+    task = script_args.check()  # task, task_options, prompt_template, split_method, sizes, data_order
+    training_args.apply_data_order(script_args.data_order)  # a fixed order is not reshuffled by TRL
+    if not model_args.model_name_or_path:
+        raise ValueError("model_name_or_path: missing (a Hub id or a local model folder)")
+    if training_args.max_completion_length is None or training_args.max_completion_length <= 0:
+        raise ValueError(f"max_completion_length: must be positive, got {training_args.max_completion_length}")
+    if training_args.generation_batch_size % training_args.num_generations != 0:
+        raise ValueError(
+            f"generation_batch_size: {training_args.generation_batch_size} completions per rollout are not divisible "
+            f"by num_generations={training_args.num_generations}"
+        )
+    names = script_args.reward_funcs or list(task.default_reward_funcs)
+    task.get_reward_funcs(names)  # unknown names raise, naming the reward and the task's registry
+    if training_args.reward_weights is not None and len(training_args.reward_weights) != len(names):
+        raise ValueError(f"reward_weights: {len(training_args.reward_weights)} weights for {len(names)} reward_funcs")
+    if training_args.use_vllm:
+        from trl.import_utils import is_vllm_available
+
+        if not is_vllm_available():
+            raise ValueError("use_vllm: vllm is not installed; pip install 'countdown-rl[vllm]' (needs a CUDA GPU)")
+    if model_args.use_peft:
+        import peft  # noqa: F401  (a dependency; imported here so a broken install fails before loading)
+    elif script_args.merge_adapter:
+        raise ValueError("merge_adapter: only meaningful with use_peft: true")
+    return task
+
+
+def recipe_keys() -> set[str]:
+    """Every key a train recipe accepts (the fields of the three argument dataclasses; imports TRL).
+
+    >>> {"learning_rate", "task", "use_peft", "resume"} <= recipe_keys()
+    True
+    """
+    import dataclasses
+
+    from trl import ModelConfig
+
+    from countdown_rl.training.trainer import CountdownGRPOConfig
+
+    return {f.name for cls in (ScriptArguments, CountdownGRPOConfig, ModelConfig) for f in dataclasses.fields(cls)}
