@@ -129,7 +129,7 @@ def _tenth_mean(history: list[dict], key: str, last: bool) -> float | None:
 
 def run_row(run_dir: Path) -> dict:
     """One run's row, read from its files: record, budgets trained at, evaluations, completion lengths."""
-    from countdown_rl.evaluation.scoring import read_eval
+    from countdown_rl.evaluation.eval_files import read_eval
 
     record = read_run_record(run_dir)
     study = record.extra["study"]
@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         source = Path(args.sft_from)
         if not demo.sft_stage_done(source / "sft", base):
             parser.error(f"--sft-from {source}: no finished SFT stage made with this study's settings in "
-                         f"{source / 'sft'} ({demo.STAGE_FILE} missing or different)")
+                         f"{source / 'sft'} (its run_info.json missing or different)")
         if not demo.sft_stage_done(out / "sft", base):
             for stage in ("base", "sft"):
                 shutil.copytree(source / stage, out / stage, dirs_exist_ok=True)

@@ -70,7 +70,7 @@ def _identity(config: demo.DemoConfig, warm: demo.WarmStart) -> dict:
 
 def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
     """The final result of a run made with exactly these settings and SFT model, or None."""
-    from countdown_rl.evaluation.scoring import read_eval
+    from countdown_rl.evaluation.eval_files import read_eval
 
     try:
         record = read_run_record(run_dir)

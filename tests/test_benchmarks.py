@@ -205,7 +205,7 @@ def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "budget_curriculum.py"), "--output-dir",
                               str(tmp_path / "other"), "--sft-from", str(out)], env=env, capture_output=True, text=True)
-    assert refused.returncode == 2 and "--sft-from" in refused.stderr and "demo_stage.json" in refused.stderr
+    assert refused.returncode == 2 and "--sft-from" in refused.stderr and "run_info.json" in refused.stderr
     assert not (tmp_path / "other").exists()  # refused before anything was written
 
 

@@ -11,7 +11,8 @@ import pytest
 from countdown_rl.commands import demo as demo_cli
 from countdown_rl.commands import report as report_cli
 from countdown_rl.demo import stages as demo
-from countdown_rl.evaluation.scoring import format_number, format_percent, read_eval
+from countdown_rl.evaluation.eval_files import read_eval
+from countdown_rl.evaluation.scoring import format_number, format_percent
 
 
 def _run(argv):
@@ -46,7 +47,7 @@ def test_quick_demo_writes_every_file(quick_runs):
     run = out / "grpo"
     for path in [
         out / "base" / "config.json", out / "base" / "tokenizer.json",
-        out / "sft" / "model.safetensors", out / "sft" / demo.STAGE_FILE,
+        out / "sft" / "model.safetensors", out / "sft" / "run_info.json",
         *(out / "zero_shot" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
         *(run / "eval" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
         run / "zero_shot" / "eval.json", run / "run_info.json", run / "trainer_state.json",

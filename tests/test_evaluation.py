@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from countdown_rl.commands import evaluate as eval_cli
+from countdown_rl.evaluation.eval_files import read_eval, read_samples, write_eval_outputs
 from countdown_rl.evaluation.scoring import (
     BudgetResult,
     evaluate_budgets,
@@ -25,11 +26,8 @@ from countdown_rl.evaluation.scoring import (
     markdown_table,
     outcome_metrics,
     pass_at_k,
-    read_eval,
-    read_samples,
     score_samples,
     summarise,
-    write_eval_outputs,
 )
 from countdown_rl.generation.sampling import (
     Completion,

@@ -11,13 +11,8 @@ import pytest
 
 from countdown_rl.commands import report as report_cli
 from countdown_rl.evaluation import report as report
-from countdown_rl.evaluation.scoring import (
-    Completion,
-    read_eval,
-    score_samples,
-    summarise,
-    write_eval_outputs,
-)
+from countdown_rl.evaluation.eval_files import read_eval, write_eval_outputs
+from countdown_rl.evaluation.scoring import Completion, score_samples, summarise
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PUZZLE = {"nums": [7, 7, 65], "target": 51}

@@ -38,20 +38,23 @@ from typing import Any
 
 from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
+from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
-from countdown_rl.runs.record import (
-    FINAL_EVAL_DIR,
-    ZERO_SHOT_DIR,
-    RunRecord,
-    read_run_record,
-)
+from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR, RunRecord, read_run_record, write_run_record
 from countdown_rl.training.pipeline import progress_callback
 
 PROG = "countdown-rl demo"
 DEMO_SOURCE = PROG  # the run record's source: a run directory this command may clear
-STAGE_FILE = "demo_stage.json"  # written last in base/ and sft/: the stage is complete, with these settings
 RESULTS_FILE = "demo_results.json"
 TRACES = ("solver", "search")  # SFT completions: puzzles.solver_trace or puzzles.search_trace
+
+
+class RunStopped(Exception):
+    """Training stopped early (interrupted after a checkpoint, or a non-finite step); ``code`` is the exit code."""
+
+    def __init__(self, code: int):
+        super().__init__(f"training stopped early (exit code {code})")
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -181,9 +184,21 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _stage_done(path: Path, record: Mapping[str, Any]) -> bool:
-    """Whether ``path`` holds a complete stage made with exactly these settings."""
-    return _read_json(path / STAGE_FILE) == json.loads(json.dumps(record))
+def _stage_done(path: Path, stage: Mapping[str, Any]) -> bool:
+    """Whether ``path`` holds a finished stage made with exactly these settings (its run record says so)."""
+    try:
+        record = read_run_record(path)
+    except ValueError:
+        return False
+    return (record is not None and record.source == DEMO_SOURCE and record.status.get("state") == "finished"
+            and record.extra.get("demo_stage") == json.loads(json.dumps(stage)))
+
+
+def _finish_stage(path: Path, stage: Mapping[str, Any], *, model: str, dataset: str) -> None:
+    """Mark a stage folder finished: its run record (the same ``run_info.json`` as every run), written last."""
+    write_run_record(path, RunRecord(algorithm=str(stage["stage"]), model=model, dataset=dataset, source=DEMO_SOURCE,
+                                     status={"state": "finished", "step": None, "message": None},
+                                     extra={"demo_stage": dict(stage)}))
 
 
 def _header(text: str) -> None:
@@ -270,7 +285,8 @@ def evaluate_stage(
     eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
     ``tokenizer``, or a saved model folder (``tokenizer`` None). Returns one ``BudgetResult`` per budget, in order.
     """
-    from countdown_rl.evaluation.scoring import evaluate_budgets, write_eval_outputs
+    from countdown_rl.evaluation.eval_files import eval_meta, write_eval_outputs
+    from countdown_rl.evaluation.scoring import evaluate_budgets
 
     if isinstance(model, (str, os.PathLike)):
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -283,8 +299,8 @@ def evaluate_stage(
     )
     results = [result for result, _ in scored]
     if out_dir is not None:
-        full_meta = {"task": "countdown", "split": "test", "template": "r1_zero", "num_puzzles": len(puzzles), "temperature": 0.0,
-                     "num_samples": 1, "backend": "transformers", **(meta or {})}
+        full_meta = eval_meta(**{"task": "countdown", "template": "r1_zero", "num_puzzles": len(puzzles),
+                                 "backend": "transformers", **(meta or {})})
         write_eval_outputs(out_dir, results, {r.max_tokens: rows for r, rows in scored}, full_meta)
     return results
 
@@ -327,22 +343,24 @@ def grpo_train(
 ) -> dict[str, Any]:
     """RL from ``sft_dir`` with :func:`countdown_rl.training.pipeline.train_grpo` and the ``countdown`` reward, into ``run_dir``.
 
-    Writes ``run_info.json`` first, then checkpoints every ``save_steps``; at the end the model, tokenizer and
-    ``trainer_state.json``. With ``resume`` it continues from the newest ``checkpoint-N`` in ``run_dir`` (if any).
+    Runs as ``countdown-rl train`` does: the output-directory guard, ``run_info.json`` (recipe and status) first,
+    atomic checkpoints every ``save_steps``, signals save a checkpoint and raise :class:`RunStopped`; at the end the
+    model, tokenizer and ``trainer_state.json``. With ``resume`` it continues from the newest complete
+    ``checkpoint-N`` in ``run_dir`` (if any; the recipe must match the saved one).
     ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve;
     ``run_info`` goes to the run record's ``extra``. ``budget_schedule`` (``[[start_step, budget], ...]``, largest
     budget ``max_completion_length``) is the trainer's completion-budget curriculum. Returns ``{"trainer", "model", "tokenizer", "resumed_from",
     "global_step"}``.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.trainer_utils import get_last_checkpoint
 
+    from countdown_rl.runs.guard import effective_recipe
+    from countdown_rl.runs.reliability import plan_run
     from countdown_rl.tasks import get_task
     from countdown_rl.training.pipeline import train_grpo
     from countdown_rl.training.trainer import CountdownGRPOConfig
 
     run = Path(run_dir)
-    checkpoint = get_last_checkpoint(str(run)) if resume and run.is_dir() else None
     batch = prompts_per_step * num_generations
     eval_ds = _rl_dataset(eval_puzzles) if eval_puzzles else None
     args = CountdownGRPOConfig(
@@ -378,6 +396,10 @@ def grpo_train(
         data_seed=seed,
         disable_tqdm=True,  # the short progress lines below replace the bar and its log dicts
     )
+    # The guard and checkpoint resolution of `countdown-rl train`: a resume must match the saved recipe, and starts
+    # from the newest complete checkpoint (an incomplete one is skipped with a warning).
+    plan = plan_run(str(run), effective_recipe(args), resume=resume, overwrite=False)
+    checkpoint = plan.checkpoint
     tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
     _seed_everything(seed)
     extra = dict(run_info or {})
@@ -395,7 +417,10 @@ def grpo_train(
         resume_from_checkpoint=checkpoint,
         callbacks=[progress_callback(max(1, steps // 10))] if show_progress else (),
         quiet=True,
+        plan=plan,
     )
+    if trained.stopped is not None:  # a signal (checkpoint saved) or a non-finite step: one line said which
+        raise RunStopped(trained.stopped)
     return {
         "trainer": trained.trainer,
         "model": trained.model,
@@ -448,7 +473,7 @@ class WarmStart:
 
 
 def sft_record(config: DemoConfig) -> dict[str, Any]:
-    """What identifies an SFT stage (written to ``sft/demo_stage.json``): the base model, puzzles and SFT settings."""
+    """What identifies an SFT stage (kept in ``sft/run_info.json``): the base model, puzzles and SFT settings."""
     base_record = {"stage": "base", "model_size": config.model_size, "seed": config.seed}
     return {
         "stage": "sft", "base": base_record, "puzzles": asdict(config.puzzles), "steps": config.sft_steps,
@@ -481,23 +506,23 @@ def warm_start(config: DemoConfig) -> WarmStart:
     else:
         _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
         save_tiny_model(base_dir, config.model_size, config.seed)
-        write_json_atomic(base_dir / STAGE_FILE, base_record)
+        _finish_stage(base_dir, base_record, model=f"tiny Qwen3 '{config.model_size}'", dataset="none")
         _header(f"SFT warm-up: {config.sft_steps} steps on {config.trace} traces -> {sft_dir}")
         sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
                    learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
                    max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick)
-        write_json_atomic(sft_dir / STAGE_FILE, record)  # last: its presence marks a complete stage
+        _finish_stage(sft_dir, record, model=str(base_dir), dataset=config.puzzles.describe())  # last: complete
     return WarmStart(puzzles, sft_dir, record)
 
 
 def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int]) -> list:
     """Greedy evaluation of the SFT model on the held-out puzzles at ``budgets`` -> ``<output_dir>/zero_shot``;
     with ``config.resume`` an evaluation of the same SFT model at the same budgets is read back instead."""
-    from countdown_rl.evaluation.scoring import read_eval
+    from countdown_rl.evaluation.eval_files import read_eval
 
     zero_dir = Path(config.output_dir) / ZERO_SHOT_DIR
     budgets = sorted(set(budgets))
-    previous = _read_json(zero_dir / "eval.json")
+    previous = _read_json(zero_dir / EVAL_JSON)
     if (config.resume and isinstance(previous, dict) and previous.get("meta", {}).get("demo_stage") == warm.record
             and [r.get("max_tokens") for r in previous.get("results", [])] == budgets):
         _header(f"zero-shot evaluation: reusing {zero_dir}")
@@ -579,7 +604,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     after = trained["result"]
     timings["rl_and_final_eval_s"] = time.time() - t
     timings["total_s"] = time.time() - started
-    puzzles, sft_dir, zero_dir = warm.puzzles, warm.sft_dir, out / "zero_shot"
+    puzzles, sft_dir, zero_dir = warm.puzzles, warm.sft_dir, out / ZERO_SHOT_DIR
     table = results_table(before, after, config.algorithm, trained["global_step"])
     results = {
         "command": PROG,
@@ -593,7 +618,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "global_step": trained["global_step"],
         "resumed_from": trained["resumed_from"],
         "paths": {"base": str(out / "base"), "sft": str(sft_dir), "zero_shot": str(zero_dir), "run": str(run_dir),
-                  "eval": str(run_dir / "eval")},
+                  "eval": str(run_dir / FINAL_EVAL_DIR)},
         "timings": timings,
         "table": table,
         "config": asdict(config),

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
-from countdown_rl.evaluation.scoring import EVAL_JSON, markdown_table, read_eval
+from countdown_rl.evaluation.eval_files import EVAL_JSON, read_eval
+from countdown_rl.evaluation.scoring import markdown_table
 from countdown_rl.files import write_atomic
 from countdown_rl.runs.record import (
     FINAL_EVAL_DIR,

@@ -23,12 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.algorithms.curriculum import describe_schedule
-from countdown_rl.evaluation.scoring import (
-    SAMPLE_FIELDS,
-    BudgetResult,
-    read_eval,
-    read_samples,
-)
+from countdown_rl.evaluation.eval_files import EVAL_JSON, SAMPLES_JSONL, read_eval, read_samples
+from countdown_rl.evaluation.scoring import SAMPLE_FIELDS, BudgetResult
 from countdown_rl.files import (
     format_number,
     format_percent,
@@ -154,7 +150,7 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
         raise ReportError(f"{path}: no such run directory")
     notes: list[str] = []
     state_path, state = _trainer_state(path)
-    trained = read_eval(path / TRAINED_EVAL) if (path / TRAINED_EVAL / "eval.json").is_file() else None
+    trained = read_eval(path / TRAINED_EVAL) if (path / TRAINED_EVAL / EVAL_JSON).is_file() else None
     if state is None and trained is None:
         raise ReportError(f"{path}: neither {TRAINER_STATE} (nor a checkpoint's) nor {TRAINED_EVAL}/eval.json")
     if state is None:
@@ -163,7 +159,7 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
         notes.append(f"training curves from {state_path.relative_to(path)} (no {TRAINER_STATE} in the run dir)")
     if trained is None:
         notes.append(f"no {TRAINED_EVAL}/eval.json: no final evaluation of the trained model")
-    zero_shot = read_eval(path / ZERO_SHOT_EVAL) if (path / ZERO_SHOT_EVAL / "eval.json").is_file() else None
+    zero_shot = read_eval(path / ZERO_SHOT_EVAL) if (path / ZERO_SHOT_EVAL / EVAL_JSON).is_file() else None
     info = _run_info(path, trained, zero_shot, notes)
     log_history = list((state or {}).get("log_history") or [])
     run = Run(name or path.name, path, log_history, info, trained, zero_shot, [], notes)
@@ -180,7 +176,7 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
         elif run.zero_shot_result(result.max_tokens).num_puzzles != result.num_puzzles:
             notes.append(f"zero-shot scored {run.zero_shot_result(result.max_tokens).num_puzzles} puzzles, the "
                          f"trained model {result.num_puzzles}: the accuracies are not on the same puzzles")
-        samples_file = path / TRAINED_EVAL / "samples.jsonl"
+        samples_file = path / TRAINED_EVAL / SAMPLES_JSONL
         if samples_file.is_file():
             run.samples = read_samples(samples_file, max_tokens=result.max_tokens)
         else:

@@ -45,9 +45,10 @@ from collections.abc import Iterator, Sequence
 
 from transformers.trainer_callback import TrainerCallback
 
+from countdown_rl.generation.sampling import BACKENDS, left_pad
+
 logger = logging.getLogger("countdown_rl.generation.compiled")
 
-GENERATION_BACKENDS = ("transformers", "compiled", "vllm")
 BUCKET_MULTIPLE = 64  # automatic buckets and grown buckets are multiples of this
 PROMPT_SAMPLE = 256  # training prompts tokenized to size the automatic bucket
 
@@ -59,8 +60,8 @@ def reconcile_backend_keys(config) -> None:
     ``compiled`` with continuous batching, or buckets without ``compiled`` are clashes.
     """
     backend = config.generation_backend or ("vllm" if config.use_vllm else "transformers")
-    if backend not in GENERATION_BACKENDS:
-        raise ValueError(f"generation_backend must be one of {list(GENERATION_BACKENDS)}, got {backend!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"generation_backend must be one of {list(BACKENDS)}, got {backend!r}")
     if config.use_vllm and backend != "vllm":
         raise ValueError(f"use_vllm=True clashes with generation_backend={backend!r}; set one of them "
                          "(generation_backend: vllm is the same as use_vllm: true)")
@@ -142,28 +143,6 @@ def check_generation_lengths(tokenizer, model_config, prompt_buckets: Sequence[i
             raise ValueError(f"generation_prompt_buckets: the static cache needs {max(prompt_buckets)} prompt + "
                              f"{max_new_tokens} completion = {cache} positions, the model has {positions}; "
                              "lower the largest bucket or max_completion_length")
-
-
-def left_pad(prompt_ids: Sequence[Sequence[int]], width: int, pad_id: int, rows: int | None = None):
-    """``(input_ids, attention_mask)`` of shape ``(rows, width)``, left-padded; extra rows copy the last prompt.
-
-    >>> ids, mask = left_pad([[5, 6], [7]], 3, 0, rows=3)
-    >>> ids.tolist(), mask.tolist()
-    ([[0, 5, 6], [0, 0, 7], [0, 0, 7]], [[0, 1, 1], [0, 0, 1], [0, 0, 1]])
-    """
-    import torch
-
-    rows = max(rows or 0, len(prompt_ids))
-    padded = list(prompt_ids) + [prompt_ids[-1]] * (rows - len(prompt_ids))
-    input_ids = torch.full((rows, width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((rows, width), dtype=torch.long)
-    for row, ids in enumerate(padded):
-        if len(ids) > width:
-            raise ValueError(f"prompt of {len(ids)} tokens does not fit width {width}")
-        if ids:
-            input_ids[row, width - len(ids):] = torch.as_tensor(list(ids), dtype=torch.long)
-            attention_mask[row, width - len(ids):] = 1
-    return input_ids, attention_mask
 
 
 @contextlib.contextmanager
@@ -306,7 +285,7 @@ class CompiledGeneration:
             raise ValueError("compiled generation needs a pad_token_id in the generation config")
         width = self.width_for([len(p) for p in prompt_ids])
         padded_rows = max(rows or self.rows or 0, len(prompt_ids))
-        input_ids, attention_mask = left_pad(prompt_ids, width, base_config.pad_token_id, rows=padded_rows)
+        input_ids, attention_mask = left_pad(prompt_ids, base_config.pad_token_id, width, rows=padded_rows)
         device = next(model.parameters()).device
         config = self.generation_config(base_config)
         config.max_new_tokens = base_config.max_new_tokens or self.max_new_tokens

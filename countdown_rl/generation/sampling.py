@@ -89,17 +89,27 @@ def _completion_from_ids(ids: Sequence[int], eos: set[int], tokenizer) -> Comple
     return Completion(tokenizer.decode(list(kept), skip_special_tokens=True), len(kept), truncated, kept)
 
 
-def _left_pad(ids: Sequence[Sequence[int]], pad_id: int):
-    """Left-padded ``input_ids`` and ``attention_mask`` tensors (done here so the tokenizer is never mutated)."""
+def left_pad(prompt_ids: Sequence[Sequence[int]], pad_id: int, width: int | None = None, rows: int | None = None):
+    """``(input_ids, attention_mask)`` tensors, left-padded to ``width`` (default: the longest prompt); extra rows
+    (``rows``, for a fixed batch shape) copy the last prompt. Done here so the tokenizer is never mutated.
+
+    >>> ids, mask = left_pad([[5, 6], [7]], 0, width=3, rows=3)
+    >>> ids.tolist(), mask.tolist()
+    ([[0, 5, 6], [0, 0, 7], [0, 0, 7]], [[0, 1, 1], [0, 0, 1], [0, 0, 1]])
+    """
     import torch
 
-    width = max(len(x) for x in ids)
-    input_ids = torch.full((len(ids), width), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
-    for row, x in enumerate(ids):
-        if x:
-            input_ids[row, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-            attention_mask[row, width - len(x) :] = 1
+    width = max(len(x) for x in prompt_ids) if width is None else width
+    rows = max(rows or 0, len(prompt_ids))
+    padded = list(prompt_ids) + [prompt_ids[-1]] * (rows - len(prompt_ids))
+    input_ids = torch.full((rows, width), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((rows, width), dtype=torch.long)
+    for row, ids in enumerate(padded):
+        if len(ids) > width:
+            raise ValueError(f"prompt of {len(ids)} tokens does not fit width {width}")
+        if ids:
+            input_ids[row, width - len(ids):] = torch.as_tensor(list(ids), dtype=torch.long)
+            attention_mask[row, width - len(ids):] = 1
     return input_ids, attention_mask
 
 
@@ -174,7 +184,7 @@ def generate(
                         rows = generated[i * num_samples : (i + 1) * num_samples]
                         results.append([_completion_from_ids(seq, eos, tokenizer) for seq in rows])
                     continue
-                input_ids, attention_mask = _left_pad(ids, pad_id)
+                input_ids, attention_mask = left_pad(ids, pad_id)
                 output = model.generate(
                     input_ids=input_ids.to(device),
                     attention_mask=attention_mask.to(device),

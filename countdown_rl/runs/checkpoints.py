@@ -22,6 +22,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from countdown_rl.runs.record import TRAINER_STATE
+
 STAGING = ".staging"
 MANIFEST = "checkpoint_complete.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -75,7 +77,7 @@ def checkpoint_problem(folder: str | Path) -> str | None:
         return None
     # No manifest: a checkpoint from before atomic saving. The least a resume needs.
     try:
-        json.loads((folder / "trainer_state.json").read_text())
+        json.loads((folder / TRAINER_STATE).read_text())
     except (OSError, ValueError):
         return "trainer_state.json is missing or unreadable"
     if not any((folder / name).is_file() for name in _WEIGHTS):
@@ -160,7 +162,7 @@ class AtomicCheckpointMixin:
             if self.state.best_model_checkpoint and Path(self.state.best_model_checkpoint) == staged:
                 # the state file was written with the staging path: point it at the published folder
                 self.state.best_model_checkpoint = str(final)
-                self.state.save_to_json(str(staged / "trainer_state.json"))
+                self.state.save_to_json(str(staged / TRAINER_STATE))
             publish(staged, run_dir)
             try:
                 staged.parent.rmdir()  # the staging folder is only there while a save is in progress

@@ -1,9 +1,9 @@
-"""What ``countdown-rl train`` does around ``trainer.train()`` for long jobs: the three calls ``train.main`` makes.
+"""What ``countdown-rl train`` (and the demo) do around ``trainer.train()`` for long jobs.
 
-1. :func:`prepare_run` (before anything is loaded): the Hub settings (:mod:`countdown_rl.runs.hub`), the output
-   directory (:mod:`countdown_rl.runs.guard`: never reused silently; a resume must match the saved recipe) and
-   the checkpoint to resume from (the newest complete one, :mod:`countdown_rl.runs.checkpoints`). Errors are
-   ``ValueError`` with one line.
+1. :func:`prepare_run` (before anything is loaded): the budgets, the Hub settings (:mod:`countdown_rl.runs.hub`),
+   then :func:`plan_run` (the demo's entry too): the output directory (:mod:`countdown_rl.runs.guard`: never
+   reused silently; a resume must match the saved recipe) and the checkpoint to resume from (the newest complete
+   one, :mod:`countdown_rl.runs.checkpoints`). Errors are ``ValueError`` with one line.
 2. :func:`reliable_trainer_class` adds atomic checkpoints and the non-finite guard to a trainer class.
 3. :func:`run_training` trains under the signal handlers (:mod:`countdown_rl.runs.preemption`) and turns the way
    training ended into the run's status in ``run_info.json`` and, if it did not finish, one line and an exit code:
@@ -109,14 +109,23 @@ def prepare_run(script_args, training_args, model_args) -> RunPlan:
     check_budgets(script_args, training_args)
     check_hub_settings(push_to_hub=training_args.push_to_hub, hub_model_id=training_args.hub_model_id,
                        output_dir=training_args.output_dir, token=training_args.hub_token, key_style="recipe")
-    recipe = effective_recipe(script_args, training_args, model_args)
-    check_output_dir(training_args.output_dir, recipe, resume=script_args.resume,
-                     overwrite=script_args.overwrite_output_dir,
-                     resume_from_checkpoint=training_args.resume_from_checkpoint)
-    if script_args.overwrite_output_dir:
+    return plan_run(training_args.output_dir, effective_recipe(script_args, training_args, model_args),
+                    resume=script_args.resume, overwrite=script_args.overwrite_output_dir,
+                    resume_from_checkpoint=training_args.resume_from_checkpoint)
+
+
+def plan_run(output_dir: str, recipe: dict[str, Any], *, resume: bool, overwrite: bool,
+             resume_from_checkpoint: Any = None) -> RunPlan:
+    """The output-directory guard, then the checkpoint to start from (``countdown-rl train`` and the demo alike).
+
+    >>> import tempfile; plan_run(tempfile.mkdtemp(), {"seed": 0}, resume=True, overwrite=False).checkpoint is None
+    True
+    """
+    check_output_dir(output_dir, recipe, resume=resume, overwrite=overwrite,
+                     resume_from_checkpoint=resume_from_checkpoint)
+    if overwrite:
         return RunPlan(None, recipe, overwrite=True)
-    checkpoint = resolve_resume(script_args.resume, training_args.resume_from_checkpoint, training_args.output_dir)
-    return RunPlan(checkpoint, recipe, overwrite=False)
+    return RunPlan(resolve_resume(resume, resume_from_checkpoint, output_dir), recipe, overwrite=False)
 
 
 def start_record(output_dir: str, plan: RunPlan, record: RunRecord) -> None:

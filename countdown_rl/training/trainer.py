@@ -41,13 +41,14 @@ from countdown_rl.algorithms.curriculum import (
 )
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.generation.compiled import (
-    GENERATION_BACKENDS,
     WarmUpCallback,
     build_for_trainer,
     generate_for_trainer,
     reconcile_backend_keys,
     trainer_generation_context,
 )
+from countdown_rl.generation.sampling import BACKENDS
+from countdown_rl.runs.record import FINAL_EVAL_DIR, RunRecord
 from countdown_rl.tasks import Outcome
 
 # our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
@@ -150,7 +151,7 @@ class CountdownGRPOConfig(GRPOConfig):
             "decoding, prompts padded to buckets; falls back to plain generate where torch.compile cannot run) or "
             "'vllm' (the same as use_vllm: true). Default: 'vllm' when use_vllm is set, else 'transformers'. "
             "Setting both keys is fine when they agree; a clash is an error.",
-            "choices": [*GENERATION_BACKENDS, None],
+            "choices": [*BACKENDS, None],
         },
     )
     generation_prompt_buckets: list[int] | None = field(
@@ -392,11 +393,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
         """
         from accelerate.utils import gather_object
 
-        from countdown_rl.evaluation.scoring import (
-            evaluate_puzzles,
-            summarise,
-            write_eval_outputs,
-        )
+        from countdown_rl.evaluation.eval_files import eval_meta, write_eval_outputs
+        from countdown_rl.evaluation.scoring import evaluate_puzzles, summarise
 
         if self.task is None:
             raise ValueError("evaluate_task needs the trainer's task (CountdownGRPOTrainer(..., task=get_task(name)))")
@@ -422,11 +420,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
         samples = gather_object(samples)
         result = summarise(samples, max_tokens=budget, num_samples=1)
         if final and self.accelerator.is_main_process:
-            meta = {"task": self.task.name, "model": self.args.output_dir, "split": "test",
-                    "num_puzzles": len(dataset), "temperature": 0.0, "num_samples": 1,
-                    "backend": "compiled" if compiled else "transformers",
-                    "stage": "final"}
-            write_eval_outputs(os.path.join(self.args.output_dir, "eval"), [result],
+            meta = eval_meta(task=self.task.name, model=self.args.output_dir, num_puzzles=len(dataset),
+                             backend="compiled" if compiled else "transformers", stage="final")
+            write_eval_outputs(os.path.join(self.args.output_dir, FINAL_EVAL_DIR), [result],
                                {budget: samples}, meta)
         return result
 
@@ -435,7 +431,6 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if not self.is_world_process_zero():
             return
         from countdown_rl.evaluation.model_card import write_model_card
-        from countdown_rl.runs.record import RunRecord
 
         # Used when the trainer runs outside our pipeline, which writes run_info.json before training.
         fallback = RunRecord(

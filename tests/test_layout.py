@@ -1,0 +1,164 @@
+"""The package's layout, read from its own imports (a static import graph of ``countdown_rl/``).
+
+1. Every subpackage has a module docstring that says what lives there and what it may import.
+2. No import cycle between modules, and none from a lower layer to a higher one (:data:`LAYERS`): a library
+   module never imports a command, evaluation never imports training, and so on.
+3. The task-independent core never imports a task plug-in: only the registry (``countdown_rl.tasks``) and the
+   interface (``countdown_rl.tasks.base``). The demo (Countdown's) and the commands may.
+
+Imports inside functions and under ``TYPE_CHECKING`` count: they run (or type-check) all the same.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "countdown_rl"
+
+# The first part of a module's name under countdown_rl -> its layer. A module may import its own unit and lower
+# layers only. The top-level modules: files (shared helpers), cli and the package itself (the entry points), and
+# trainer (a deprecated re-export of training.trainer).
+LAYERS = {
+    "files": 0,
+    "tasks": 1, "algorithms": 1,
+    "runs": 2, "generation": 2,
+    "evaluation": 3,
+    "training": 4,
+    "sweeps": 5, "demo": 5,
+    "commands": 6,
+    "cli": 7, "__init__": 7, "trainer": 7,
+}
+SUBPACKAGES = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+MAY_IMPORT_TASK_PLUGINS = ("tasks", "demo", "commands")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The countdown_rl modules ``path`` imports (``from pkg import mod`` resolved to the module when it is one)."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                candidate = f"{target}.{alias.name}"
+                found.add(candidate if candidate in known else target)
+    return {m for m in found if m == "countdown_rl" or m.startswith("countdown_rl.")}
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imports_of(name, path, known) - {name} for name, path in mods.items()}
+
+
+def unit(module: str) -> str:
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def test_every_module_is_in_a_layer():
+    assert {unit(m) for m in modules()} <= set(LAYERS), "a new top-level module or subpackage needs a layer"
+
+
+@pytest.mark.parametrize("subpackage", SUBPACKAGES)
+def test_every_subpackage_says_what_lives_there_and_what_it_may_import(subpackage):
+    doc = ast.get_docstring(ast.parse((PACKAGE / subpackage / "__init__.py").read_text(encoding="utf-8")))
+    assert doc and len(doc.splitlines()) >= 3, f"countdown_rl.{subpackage} has no module docstring"
+    if subpackage != "tasks":  # the registry's docstring says how plug-ins are added instead
+        assert "import" in doc, f"countdown_rl.{subpackage}'s docstring does not say what it may import"
+
+
+def test_no_import_cycles():
+    edges = graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(edges.get(node, ())):
+            if state.get(dep) == 1:
+                cycles.append(" -> ".join([*path[path.index(dep):], dep]))
+            elif dep in edges and dep not in state:
+                visit(dep, [*path, dep])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one():
+    wrong = [f"{a} ({unit(a)}, layer {LAYERS[unit(a)]}) imports {b} ({unit(b)}, layer {LAYERS[unit(b)]})"
+             for a, deps in graph().items() for b in deps
+             if unit(a) != unit(b) and LAYERS[unit(b)] >= LAYERS[unit(a)] and unit(b) != "__init__"]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_library_module_imports_a_command():
+    wrong = [f"{a} imports {b}" for a, deps in graph().items() for b in deps
+             if unit(a) not in ("commands", "cli") and b.startswith("countdown_rl.commands")]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_the_core_imports_no_task_plugin():
+    allowed = {"countdown_rl.tasks", "countdown_rl.tasks.base"}
+    wrong = [f"{a} imports {b}" for a, deps in graph().items() for b in deps
+             if unit(a) not in MAY_IMPORT_TASK_PLUGINS and b.startswith("countdown_rl.tasks") and b not in allowed]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_private_name_is_imported_across_modules():
+    wrong = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("countdown_rl"):
+                wrong += [f"{name} imports {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_graph_sees_a_real_edge():
+    """The walker itself: a known import is found (else every test above would pass on an empty graph)."""
+    edges = graph()
+    assert "countdown_rl.training.recipe" in edges["countdown_rl.commands.train"]
+    assert "countdown_rl.runs.record" in edges["countdown_rl.runs.guard"]
+
+
+def test_the_old_trainer_path_still_imports_with_a_deprecation_warning():
+    import sys
+
+    sys.modules.pop("countdown_rl.trainer", None)
+    with pytest.warns(DeprecationWarning, match="countdown_rl.trainer is deprecated"):
+        old = importlib.import_module("countdown_rl.trainer")
+    from countdown_rl.training.trainer import CountdownGRPOTrainer
+
+    assert old.CountdownGRPOTrainer is CountdownGRPOTrainer
+
+
+def test_the_readme_table_has_one_row_per_subpackage():
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## What is in the package", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `countdown_rl.")]
+    assert rows == [f"countdown_rl.{name}" for name in
+                    ("tasks", "algorithms", "generation", "evaluation", "runs", "training", "sweeps", "demo", "commands")]
+    assert sorted(rows) == [f"countdown_rl.{name}" for name in SUBPACKAGES]
