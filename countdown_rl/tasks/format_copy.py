@@ -26,15 +26,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from countdown_rl.tasks.base import (
-    Outcome,
-    PromptTemplate,
-    RewardFunc,
-    Task,
-    Verdict,
-    last_tag_content,
-    score_batch,
-)
+from countdown_rl.tasks.base import Outcome, PromptTemplate, RewardFunc, Task, Verdict, last_tag_content, score_batch
 
 __all__ = [
     "CORRECT_REWARD",

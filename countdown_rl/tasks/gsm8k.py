@@ -34,9 +34,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from re import IGNORECASE
-from re import (
-    compile as _regex,  # aliased: the package's safety hook flags any call spelled like the builtin
-)
+from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
 from typing import Any
 
 from countdown_rl.tasks.base import (

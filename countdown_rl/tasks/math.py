@@ -45,9 +45,7 @@ import threading
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from re import (
-    compile as _regex,  # aliased: the package's safety hook flags any call spelled like the builtin
-)
+from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
 from typing import Any
 
 from countdown_rl.tasks.base import (
@@ -389,9 +387,7 @@ def _canonical(latex: str) -> str:
     ``\\frac``, ``\\left( \\right)``, units and ``\\$`` all normalise alike. Regular expressions over <= 300
     characters (about 0.1 ms).
     """
-    from latex2sympy2_extended.latex2sympy2 import (
-        normalize_latex,  # math-verify's own (pinned) dependency
-    )
+    from latex2sympy2_extended.latex2sympy2 import normalize_latex  # math-verify's own (pinned) dependency
 
     _math_verify()
     try:

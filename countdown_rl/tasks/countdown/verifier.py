@@ -35,15 +35,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from re import (
-    compile as _regex,  # aliased: the package's safety hook flags any call spelled like the builtin
-)
+from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
 from typing import Any
 
-from countdown_rl.tasks.base import (  # outcomes are shared by every task
-    Outcome,
-    last_tag_content,
-)
+from countdown_rl.tasks.base import Outcome, last_tag_content  # outcomes are shared by every task
 
 __all__ = [
     "CORRECT_REWARD",
