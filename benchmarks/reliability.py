@@ -92,10 +92,13 @@ def weights_equal(a: Path, b: Path) -> bool:
 
 
 def status(out: Path) -> dict:
+    from countdown_rl.runs.record import read_run_record
+
     try:
-        return json.loads((out / "run_info.json").read_text())["status"]
-    except (OSError, ValueError, KeyError):
+        record = read_run_record(out)
+    except ValueError:
         return {}
+    return record.status if record is not None else {}
 
 
 def interruption_row(label: str, phase: str, stopped: dict, out: Path, baseline: Path, model, puzzles) -> dict:

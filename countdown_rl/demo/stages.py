@@ -40,7 +40,14 @@ from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
-from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR, RunRecord, read_run_record, write_run_record
+from countdown_rl.runs.record import (
+    FINAL_EVAL_DIR,
+    ZERO_SHOT_DIR,
+    RunRecord,
+    read_run_record,
+    set_status,
+    write_run_record,
+)
 from countdown_rl.training.pipeline import progress_callback
 
 PROG = "countdown-rl demo"
@@ -571,6 +578,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     )
     shutil.copytree(Path(config.output_dir) / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
     trained["trainer"].create_model_card(dataset_name=dataset)
+    set_status(run_dir, "finished", step=trained["global_step"])
     return trained
 
 
