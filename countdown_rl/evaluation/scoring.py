@@ -325,58 +325,21 @@ def evaluate_budgets(
     return out
 
 
-def evaluate_puzzles(
-    model,
-    tokenizer,
-    puzzles: Sequence[Mapping[str, Any]],
-    *,
-    max_tokens: int,
-    task: Task | str | None = None,
-    template: str | None = None,
-    batch_size: int = 32,
-    temperature: float = 0.0,
-    num_samples: int = 1,
-    seed: int = 0,
-    backend: str = "transformers",
-    chat_template_kwargs: Mapping[str, Any] | None = None,
-    show_progress: bool = True,
-    compiled=None,
-) -> tuple[BudgetResult, list[dict[str, Any]]]:
-    """Generate for ``puzzles`` (rows with the task's columns and optionally ``prompt``) and score them.
+def evaluate_puzzles(model, tokenizer, puzzles: Sequence[Mapping[str, Any]], *, max_tokens: int,
+                     **options: Any) -> tuple[BudgetResult, list[dict[str, Any]]]:
+    """:func:`evaluate_budgets` at one budget: generate for ``puzzles`` and score them.
 
-    ``model`` is a transformers model, or for ``backend="vllm"`` a ``vllm.LLM`` or a model path. Returns the
-    :class:`BudgetResult` and the per-sample rows of :func:`score_samples`.
+    ``model`` is a transformers model, or for ``backend="vllm"`` a ``vllm.LLM`` or a model path; ``options`` are
+    :func:`evaluate_budgets`' keywords. Returns the :class:`BudgetResult` and the per-sample rows of
+    :func:`score_samples`.
     """
-    [(result, rows)] = evaluate_budgets(
-        model,
-        tokenizer,
-        puzzles,
-        budgets=[max_tokens],
-        task=task,
-        template=template,
-        batch_size=batch_size,
-        temperature=temperature,
-        num_samples=num_samples,
-        seed=seed,
-        backend=backend,
-        chat_template_kwargs=chat_template_kwargs,
-        show_progress=show_progress,
-        compiled=compiled,
-    )
+    [(result, rows)] = evaluate_budgets(model, tokenizer, puzzles, budgets=[max_tokens], **options)
     return result, rows
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Output files
+# Tables
 # --------------------------------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
 
 
 def markdown_table(results: Sequence[BudgetResult]) -> str:
