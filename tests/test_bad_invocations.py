@@ -62,7 +62,7 @@ CASES = {
     "eval-missing-dataset": ([*EVAL, "--dataset", "nope.jsonl"], ["nope.jsonl"]),
     "eval-empty-after-filtering": ([*EVAL, "--dataset", "invalid.jsonl", "--on-invalid-rows", "drop"],
                                    ["invalid.jsonl", "no valid rows"]),
-    "eval-output-dir-is-a-file": ([*EVAL, "--output-dir", "a_file"], ["--output-dir", "a_file"]),
+    "eval-output-dir-is-a-file": ([*EVAL, "--output-dir", "a_file"], ["--output_dir", "a_file"]),
     "report-missing-run": (["report", "no-run"], ["no-run"]),
     "report-run-is-a-file": (["report", "a_file"], ["a_file"]),
     "report-folder-without-a-run": (["report", "folder"], ["folder"]),
@@ -71,7 +71,7 @@ CASES = {
     "verify-wrongly-typed-target": (["verify", "--nums", "1", "2", "--target", "x", "1+2"], ["--target", "'x'"]),
     "verify-missing-nums": (["verify", "--target", "3", "1+2"], ["--nums"]),
     "demo-output-dir-is-a-file": (["demo", "--quick", "--output-dir", "a_file"], ["a_file", "not a folder"]),
-    "demo-zero-steps": (["demo", "--quick", "--grpo-steps", "0"], ["--grpo-steps"]),
+    "demo-zero-steps": (["demo", "--quick", "--grpo-steps", "0"], ["--grpo_steps"]),
     "push-missing-run": (["push", "no-run", "--hub-model-id", "me/x"], ["no-run"]),
 }
 

@@ -186,4 +186,4 @@ def test_an_output_dir_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
     target.write_text("not a folder")
     assert demo_cli.main(["--quick", "--output-dir", str(target)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"countdown-rl demo: error: --output-dir {target} exists and is not a folder"
+    assert err == f"countdown-rl demo: error: --output_dir {target} exists and is not a folder"

@@ -91,6 +91,7 @@ SIGNAL_CASES = {
 }
 
 
+@pytest.mark.slow  # three real signals, each a stopped run plus a resumed one as processes
 @pytest.mark.parametrize("case", list(SIGNAL_CASES))
 def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterrupted, tiny_model_dir, puzzles,
                                                                   tmp_path):
@@ -150,6 +151,7 @@ def test_two_processes_stop_at_the_same_step_when_one_gets_the_signal(tiny_model
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a killed run and its resume, as processes
 def test_a_kill_mid_save_keeps_the_previous_checkpoint_and_resume_uses_it(uninterrupted, tiny_model_dir, puzzles,
                                                                           tmp_path):
     out = tmp_path / "run"
@@ -287,8 +289,8 @@ def test_folders_that_are_not_runs(tmp_path, capsys, no_loading):
 
 
 def test_keys_that_may_change_on_resume_pass_the_guard(uninterrupted):
-    from countdown_rl.training.recipe import parse_args
     from countdown_rl.runs.guard import check_output_dir, effective_recipe
+    from countdown_rl.training.recipe import parse_args
 
     argv = saved_run_argv(uninterrupted, "--max_steps", "10", "--logging_steps", "5", "--save_steps", "3",
                           "--save_total_limit", "1", "--eval_steps", "2", "--report_to", "tensorboard",
@@ -378,7 +380,7 @@ def test_a_failed_final_push_keeps_the_run_and_says_how_to_push_later(tiny_model
     assert code == 1
     message = one_error(capsys)
     assert "push to me/countdown-tiny failed (ConnectionError: the Hub is unreachable)" in message
-    assert f"countdown-rl push {out} --hub-model-id me/countdown-tiny" in message
+    assert f"countdown-rl push {out} --hub_model_id me/countdown-tiny" in message
     for name in ("model.safetensors", "README.md", "eval/eval.json", "checkpoint-2", "tokenizer.json"):
         assert (out / name).exists(), name
     assert status(out)["state"] == "finished" and "push to me/countdown-tiny failed" in status(out)["message"]
@@ -396,7 +398,7 @@ def test_a_failed_final_push_keeps_the_run_and_says_how_to_push_later(tiny_model
 
 
 def test_push_command_errors_are_one_line(tmp_path, capsys):
-    from countdown_rl.runs.hub import main as push_main
+    from countdown_rl.commands.push import main as push_main
 
     assert push_main([str(tmp_path / "nothing"), "--hub-model-id", "me/x"]) == 2
     assert "no such run directory" in capsys.readouterr().err

@@ -72,11 +72,43 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
-def _pair(item: Any) -> Any:
-    """One schedule entry as given: ``[S, B]``, or from the command line ``"S:B"`` (argparse splits a string into
-    its characters when a list field holds lists: ``['0', ':', '2', '5', '6']``)."""
+SCHEDULE_FORMS = "start_step:budget pairs (0:8 2:16) or a list of pairs ([[0, 8], [2, 16]])"
+"""The forms a ``budget_schedule`` is written in, as its errors name them."""
+
+
+def _text(item: Any) -> str | None:
+    """A command-line entry as its text: argparse splits each string into its characters when a list field holds
+    lists (``"0:256"`` -> ``['0', ':', '2', '5', '6']``). None for an entry that is not text."""
+    if isinstance(item, str):
+        return item
     if isinstance(item, (list, tuple)) and item and all(isinstance(c, str) and len(c) == 1 for c in item):
-        item = "".join(item)
+        text = "".join(item)
+        return None if text.isdigit() else text  # ("0", "8"): a pair of one-digit strings, not the text "08"
+    return None
+
+
+def _entries(value: Any) -> Any:
+    """The schedule's entries from any of its forms: pairs (YAML), ``"S:B"`` strings (command line; several may
+    share one quoted string), or the whole list of pairs as one YAML/JSON string (``"[[0, 8], [2, 16]]"``).
+    Anything else comes back as its text or as given, for the caller to refuse."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        return value
+    texts = [_text(item) for item in items]
+    if len(items) == 1 and texts[0] is not None and texts[0].lstrip().startswith("["):
+        import yaml  # a JSON list is a YAML flow list; safe_load builds plain values only (never code)
+
+        try:
+            return yaml.safe_load(texts[0])
+        except yaml.YAMLError:
+            return texts[0]
+    if isinstance(value, str):
+        return value  # one "S:B" string is not a list (a recipe writes a list; the command line gives one)
+    return [part for item, text in zip(items, texts) for part in (text.split() if text is not None else [item])]
+
+
+def _pair(item: Any) -> Any:
+    """One schedule entry: ``[S, B]`` as given, or ``"S:B"`` split."""
     if isinstance(item, str):
         item = item.replace(",", ":").split(":")
     return item
@@ -85,26 +117,33 @@ def _pair(item: Any) -> Any:
 def parse_budget_schedule(value: Any, max_completion_length: int | None) -> list[list[int]]:
     """Check a ``budget_schedule`` and return it as ``[[start_step, budget], ...]``; one-line ValueError otherwise.
 
-    Accepts pairs (YAML ``[[0, 256], [40, 512]]``) or ``"S:B"`` strings (command line
-    ``--budget_schedule 0:256 40:512``).
+    Accepts pairs (YAML ``[[0, 256], [40, 512]]``), ``"S:B"`` strings (command line
+    ``--budget_schedule 0:256 40:512``), or the list of pairs as one YAML/JSON string (command line
+    ``--budget_schedule "[[0, 256], [40, 512]]"``).
 
     >>> parse_budget_schedule([[0, 16], [5, 32]], 32)
     [[0, 16], [5, 32]]
     >>> parse_budget_schedule(["0:16", "5:32"], 32)
+    [[0, 16], [5, 32]]
+    >>> parse_budget_schedule("[[0, 16], [5, 32]]", 32)
     [[0, 16], [5, 32]]
     >>> parse_budget_schedule([[0, 16], [5, 24]], 32)
     Traceback (most recent call last):
     ...
     ValueError: budget_schedule: the largest budget 24 must equal max_completion_length=32 (it sizes vLLM's context and the compiled cache)
     """
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
-        raise ValueError(f"budget_schedule: expected a non-empty list of [start_step, budget] pairs, got {value!r}")
+    entries = _entries(value)
+    if isinstance(entries, (str, bytes)) or not isinstance(entries, (list, tuple)) or not entries:
+        raise ValueError(f"budget_schedule: expected a non-empty list of [start_step, budget] pairs, got "
+                         f"{entries!r}; write {SCHEDULE_FORMS}")
     schedule = []
-    for item in value:
+    for item in entries:
         pair = _pair(item)
         ints = [_as_int(x) for x in pair] if isinstance(pair, (list, tuple)) else []
         if len(ints) != 2 or None in ints:
-            raise ValueError(f"budget_schedule: entry {item!r} is not a pair of integers [start_step, budget]")
+            shown = _text(item) if _text(item) is not None else item
+            raise ValueError(f"budget_schedule: entry {shown!r} is not a pair of integers [start_step, budget]; "
+                             f"write {SCHEDULE_FORMS}")
         schedule.append(ints)
     if schedule[0][0] != 0:
         raise ValueError(f"budget_schedule: the first entry must start at step 0, got {schedule[0]}")

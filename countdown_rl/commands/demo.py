@@ -8,8 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS
-from countdown_rl.commands.one_line import OneLineArgumentParser
-from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, quick_config, run_demo
+from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, RunStopped, quick_config, run_demo
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,15 +20,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
         "generated Countdown puzzles, with a before/after accuracy table.",
     )
-    p.add_argument("--output-dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
+    p.add_argument("--output_dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
     p.add_argument("--algorithm", choices=list(ALGORITHMS), default=d.algorithm, help="RL algorithm (default grpo)")
     p.add_argument("--seed", type=int, default=d.seed, help=f"seed of puzzles, model and training (default {d.seed})")
-    p.add_argument("--sft-steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
+    p.add_argument("--sft_steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
     p.add_argument("--trace", choices=TRACES, default=d.trace,
                    help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
                    f"checked, then the solution; longer) (default {d.trace})")
-    p.add_argument("--grpo-steps", type=int, help=f"RL steps (default {d.grpo_steps})")
-    p.add_argument("--num-eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
+    p.add_argument("--grpo_steps", type=int, help=f"RL steps (default {d.grpo_steps})")
+    p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
     p.add_argument("--quick", action="store_true", help="~1-minute smoke version: few steps and puzzles")
     p.add_argument("--resume", action="store_true",
                    help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
@@ -48,9 +48,9 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         overrides["puzzles"] = replace(config.puzzles, num_eval=args.num_eval)
     for key in ("sft_steps", "grpo_steps"):
         if overrides.get(key, 1) <= 0:
-            raise ValueError(f"--{key.replace('_', '-')} must be positive")
+            raise ValueError(f"--{key} must be positive")
     if args.num_eval is not None and args.num_eval <= 0:
-        raise ValueError("--num-eval must be positive")
+        raise ValueError("--num_eval must be positive")
     return replace(config, **overrides)
 
 
@@ -65,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run_demo(config)
     except ValueError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+        return fail(PROG, err)
+    except RunStopped as stopped:  # a signal (checkpoint saved: rerun with --resume) or a non-finite step
+        return stopped.code
     return 0
 
 

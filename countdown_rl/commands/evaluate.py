@@ -8,13 +8,14 @@
 2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
    as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
 3. Generate once at the largest budget and score every budget (:func:`countdown_rl.evaluation.scoring.evaluate_budgets`).
-4. Write ``eval.json``, ``eval.md`` and ``samples.jsonl`` to ``--output-dir`` and print the Markdown table.
+4. Write ``eval.json``, ``eval.md`` and ``samples.jsonl`` to ``--output_dir`` and print the Markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import copy
 import importlib.util
 import json
 import re
@@ -22,9 +23,10 @@ import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
-from dataclasses import MISSING, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, get_type_hints
 
 from countdown_rl.commands.one_line import OneLineArgumentParser, fail
 from countdown_rl.runs.hub import check_model_source, is_local_path
@@ -39,28 +41,23 @@ class UsageError(ValueError):
     """A problem with the command line or the data, reported as one line with exit code 2."""
 
 
-# Short spellings kept from before the data flags came from DataArguments.
+# Short spellings kept from before the data flags came from DataArguments (accepted, not shown in --help).
 _DATA_ALIASES = {"dataset_name": ["--dataset"], "prompt_template": ["--template"]}
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per :class:`DataArguments` field (``--key`` and ``--key-with-dashes``): the same keys, defaults
-    and help as the training recipe, so ``eval`` holds out exactly what ``train`` held out."""
+    """One flag per :class:`DataArguments` field, made by ``HfArgumentParser`` as ``countdown-rl train``'s recipe
+    parser makes it (type, nargs, default, choices, help), so ``eval`` holds out exactly what ``train`` held out."""
+    from transformers import HfArgumentParser
+
     group = parser.add_argument_group("data (the same keys as the training recipe)")
+    types = get_type_hints(DataArguments)  # HfArgumentParser needs the annotations resolved, not as strings
     for f in fields(DataArguments):
-        flags = [f"--{f.name}", *([f"--{f.name.replace('_', '-')}"] if "_" in f.name else []),
-                 *_DATA_ALIASES.get(f.name, [])]
-        default = f.default_factory() if f.default_factory is not MISSING else f.default
-        kwargs: dict[str, Any] = {"dest": f.name, "default": default, "help": f.metadata.get("help")}
-        if f.name == "task_options":
-            kwargs["nargs"] = "*"
-        elif (isinstance(f.default, int) and not isinstance(f.default, bool)) or f.type == "int | None":
-            kwargs["type"] = int
-        elif f.type == "float | None":
-            kwargs["type"] = float
-        if "choices" in f.metadata:
-            kwargs["choices"] = f.metadata["choices"]
-        group.add_argument(*flags, **kwargs)
+        f = copy.copy(f)  # the class's own fields stay as they are
+        f.type = types[f.name]
+        if f.name in _DATA_ALIASES:
+            f.metadata = MappingProxyType({**f.metadata, "aliases": _DATA_ALIASES[f.name]})
+        HfArgumentParser._parse_dataclass_field(group, f)
 
 
 def data_arguments(args: argparse.Namespace) -> DataArguments:
@@ -77,26 +74,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True,
                    help="Hub id, model folder, checkpoint folder or LoRA adapter folder (has adapter_config.json)")
     _add_data_arguments(p)
-    p.add_argument("--num-puzzles", "--num_puzzles", type=int, default=None,
+    p.add_argument("--num_puzzles", type=int, default=None,
                    help="score only the first N held-out puzzles (default: all)")
-    p.add_argument("--max_tokens", "--max-tokens", dest="max_tokens", type=int, nargs="+", default=[256, 512, 1024],
+    p.add_argument("--max_tokens", type=int, nargs="+", default=[256, 512, 1024],
                    help="token budgets (max new tokens); one generation serves all (default: 256 512 1024)")
     p.add_argument("--backend", choices=["auto", "vllm", "compiled", "transformers"], default="auto",
                    help="auto: vllm when installed and CUDA is available, else compiled (static cache + "
                    "torch.compile) on CUDA, else transformers")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
-    p.add_argument("--num_samples", "--num-samples", dest="num_samples", type=int, default=1,
+    p.add_argument("--num_samples", type=int, default=1,
                    help="samples per puzzle for pass@k (needs --temperature > 0)")
-    p.add_argument("--batch-size", "--batch_size", dest="batch_size", type=int, default=32,
+    p.add_argument("--batch_size", type=int, default=32,
                    help="sequences per generation batch (transformers backend; default 32)")
-    p.add_argument("--enable-thinking", action=argparse.BooleanOptionalAction, default=None,
+    p.add_argument("--enable_thinking", action=argparse.BooleanOptionalAction, default=None,
                    help="chat templates: pass enable_thinking to the template (Qwen3); default: leave unset")
     p.add_argument("--dtype", choices=DTYPES, default="auto", help="model weights dtype (default: auto)")
     p.add_argument("--device", default=None, help="transformers device (default: cuda if available, else cpu)")
-    p.add_argument("--output-dir", default=None,
+    p.add_argument("--output_dir", default=None,
                    help="default: <model folder>/eval for local models, eval_results/<id> for Hub ids")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no_progress", action="store_true", help="no progress bars")
     return p
 
 
@@ -168,7 +165,7 @@ def check_args(args: argparse.Namespace) -> None:
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
-        raise UsageError(f"--output-dir {args.output_dir}: exists and is not a folder")
+        raise UsageError(f"--output_dir {args.output_dir}: exists and is not a folder")
     bad = [b for b in args.max_tokens if b <= 0]
     if bad:
         raise UsageError(f"--max_tokens: budgets must be positive, got {bad[0]}")
@@ -179,9 +176,9 @@ def check_args(args: argparse.Namespace) -> None:
     if args.num_samples > 1 and args.temperature == 0:
         raise UsageError(f"--num_samples {args.num_samples} needs --temperature > 0 (greedy samples are identical)")
     if args.num_puzzles is not None and args.num_puzzles <= 0:
-        raise UsageError(f"--num-puzzles: must be positive, got {args.num_puzzles}")
+        raise UsageError(f"--num_puzzles: must be positive, got {args.num_puzzles}")
     if args.batch_size <= 0:
-        raise UsageError(f"--batch-size: must be positive, got {args.batch_size}")
+        raise UsageError(f"--batch_size: must be positive, got {args.batch_size}")
     try:
         data_arguments(args).check()
     except ValueError as err:
@@ -189,7 +186,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def load_puzzles(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The held-out rows (with prompts in the task's template), cut to ``--num-puzzles``."""
+    """The held-out rows (with prompts in the task's template), cut to ``--num_puzzles``."""
     from countdown_rl.training.data import prepare_data
 
     data = data_arguments(args)
@@ -261,7 +258,7 @@ def load_model(
 @contextmanager
 def _progress_bars(enabled: bool):
     """datasets (split, select) and transformers (weight loading) draw bars of their own: switch them off with
-    ``--no-progress``, and back as they were afterwards (``main`` also runs inside other programs and tests)."""
+    ``--no_progress``, and back as they were afterwards (``main`` also runs inside other programs and tests)."""
     if enabled:
         yield
         return
@@ -297,18 +294,15 @@ def _run(args: argparse.Namespace) -> int:
     except UsageError as err:
         return fail(PROG, str(err))
 
-    from countdown_rl.evaluation.scoring import (
-        evaluate_budgets,
-        markdown_table,
-        write_eval_outputs,
-    )
+    from countdown_rl.evaluation.eval_files import EVAL_JSON, EVAL_MD, SAMPLES_JSONL, eval_meta, write_eval_outputs
+    from countdown_rl.evaluation.scoring import evaluate_budgets, markdown_table
 
     try:
         model, tokenizer = load_model(
             args.model, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm", seed=args.seed
         )
     except (OSError, ValueError) as err:
-        print(f"{PROG}: error: cannot load model {args.model}: {' '.join(str(err).split())}", file=sys.stderr)
+        fail(PROG, f"cannot load model {args.model}: {err}")
         return 1
     chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
     evaluated = evaluate_budgets(
@@ -331,29 +325,28 @@ def _run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir(args.model)
     data = data_arguments(args)
     task = data.get_task()
-    meta = {
-        "task": task.name,
-        "task_options": data.task_options,
-        "model": args.model,
-        "dataset": data.dataset_name or task.default_dataset,
-        "split": "test",
-        "source_split": data.dataset_split,
-        "eval_dataset_split": data.eval_dataset_split,
-        "split_method": data.split_method,
-        "test_size": data.test_size,
-        "split_seed": data.split_seed,
-        "num_puzzles": len(puzzles),
-        "template": data.prompt_template or task.default_template,
-        "chat_template_kwargs": chat_kwargs,
-        "temperature": args.temperature,
-        "num_samples": args.num_samples,
-        "seed": args.seed,
-        "backend": backend,
-        "dtype": args.dtype,
-    }
+    meta = eval_meta(
+        task=task.name,
+        task_options=data.task_options,
+        model=args.model,
+        dataset=data.dataset_name or task.default_dataset,
+        source_split=data.dataset_split,
+        eval_dataset_split=data.eval_dataset_split,
+        split_method=data.split_method,
+        test_size=data.test_size,
+        split_seed=data.split_seed,
+        num_puzzles=len(puzzles),
+        template=data.prompt_template or task.default_template,
+        chat_template_kwargs=chat_kwargs,
+        temperature=args.temperature,
+        num_samples=args.num_samples,
+        seed=args.seed,
+        backend=backend,
+        dtype=args.dtype,
+    )
     write_eval_outputs(output_dir, results, {r.max_tokens: rows for r, rows in evaluated}, meta)
     print(markdown_table(results))
-    print(f"\nwrote {output_dir / 'eval.json'}, {output_dir / 'eval.md'} and {output_dir / 'samples.jsonl'}")
+    print(f"\nwrote {output_dir / EVAL_JSON}, {output_dir / EVAL_MD} and {output_dir / SAMPLES_JSONL}")
     return 0
 
 

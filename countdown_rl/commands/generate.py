@@ -8,16 +8,22 @@ from countdown_rl.commands.one_line import OneLineArgumentParser
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Write ``N`` rows of the task's generator (Countdown: solvable puzzles with columns nums, target)."""
-    from countdown_rl.tasks import get_task
-    from countdown_rl.training.data import write_jsonl
-
+def build_parser() -> OneLineArgumentParser:
+    """The ``countdown-rl generate`` argument parser."""
     parser = OneLineArgumentParser(prog="countdown-rl generate", description=main.__doc__)
     parser.add_argument("n", type=int, help="number of rows")
     parser.add_argument("--out", required=True, help="output .jsonl path")
     parser.add_argument("--task", choices=sorted(TASKS), default=DEFAULT_TASK, help="task (default countdown)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write ``N`` rows of the task's generator (Countdown: solvable puzzles with columns nums, target)."""
+    from countdown_rl.tasks import get_task
+    from countdown_rl.training.data import write_jsonl
+
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.n <= 0:
         parser.error(f"n must be positive, got {args.n}")

@@ -27,8 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineArgumentParser(prog=PROG, description="Push a finished run directory (model or adapter, card, "
                                 "eval files) to the Hugging Face Hub; checkpoints stay local.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a finished countdown-rl train output_dir")
-    p.add_argument("--hub-model-id", "--hub_model_id", dest="hub_model_id", required=True,
-                   help="repository id, owner/name")
+    p.add_argument("--hub_model_id", required=True, help="repository id, owner/name")
     p.add_argument("--private", action=argparse.BooleanOptionalAction, default=None,
                    help="create the repository private (default: the Hub's default)")
     p.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from countdown_rl.commands.one_line import OneLineArgumentParser
+from countdown_rl.commands.one_line import OneLineArgumentParser, fail
 from countdown_rl.evaluation.report import PLOTS, ReportError, write_report
 from countdown_rl.sweeps.report import is_sweep_dir, write_sweep_report
 
@@ -34,14 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     sweeps = [d for d in args.run_dirs if is_sweep_dir(d)]
     if sweeps:
         if len(args.run_dirs) > 1:
-            print(f"{PROG}: error: {sweeps[0]} is a sweep: report it alone", file=sys.stderr)
-            return 2
+            return fail(PROG, f"{sweeps[0]} is a sweep: report it alone")
         out = Path(args.out or Path(sweeps[0]) / "report")
         try:
             sweep = write_sweep_report(sweeps[0], out)
         except (ReportError, ValueError, FileNotFoundError) as err:
-            print(f"{PROG}: error: {err}", file=sys.stderr)
-            return 2
+            return fail(PROG, err)
         print((out / "sweep.md").read_text(encoding="utf-8"))
         print(f"wrote the report of {len(sweep.results)} run(s) to {out}/: sweep.md, sweep.csv and the figures")
         return 0
@@ -49,8 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         runs = write_report(args.run_dirs, args.out, samples_per_kind=max(0, args.samples))
     except (ReportError, ValueError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
+        return fail(PROG, err)
     print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
     print(f"wrote {len(runs)} run(s) to {args.out}/: results.md, results.csv, samples.md, "
           + ", ".join(PLOTS.values()))

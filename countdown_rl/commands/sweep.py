@@ -1,7 +1,7 @@
 """``countdown-rl sweep SPEC.yaml``: run a sweep's runs one after another, resumable; or write its SLURM job array.
 
     countdown-rl sweep spec.yaml               # every run, one after another (finished ones skipped)
-    countdown-rl sweep spec.yaml --dry-run     # the run table (index, name, state, folder); nothing runs
+    countdown-rl sweep spec.yaml --dry_run     # the run table (index, name, state, folder); nothing runs
     countdown-rl sweep spec.yaml --index 3     # run 3 only (what each SLURM array task runs)
     countdown-rl sweep spec.yaml --slurm       # write <output_root>/sweep.sbatch (add --submit to sbatch it)
     countdown-rl sweep spec.yaml --report      # after the runs: countdown-rl report <output_root>
@@ -27,9 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineArgumentParser(prog=PROG, description="Run a sweep of training runs from one spec (YAML).")
     p.add_argument("spec", help="the sweep spec: base, axes, mode, seeds, overrides, output_root, slurm")
     what = p.add_mutually_exclusive_group()
-    what.add_argument("--dry-run", action="store_true", help="print the runs and their states; run nothing")
+    what.add_argument("--dry_run", action="store_true", help="print the runs and their states; run nothing")
     what.add_argument("--index", type=int, action="append", metavar="I",
-                      help="run only run I (0-based, as in --dry-run; repeatable); the SLURM array task's mode")
+                      help="run only run I (0-based, as in --dry_run; repeatable); the SLURM array task's mode")
     what.add_argument("--slurm", action="store_true", help="write <output_root>/sweep.sbatch: a job array")
     p.add_argument("--submit", action="store_true", help="with --slurm: submit the script with sbatch")
     p.add_argument("--report", action="store_true", help="after the runs, write the report to <output_root>/report")

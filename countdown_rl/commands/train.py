@@ -20,22 +20,33 @@ Every error found before loading is one line on stderr, ``countdown-rl train: er
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
 from pathlib import Path
 
+from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, fail
 from countdown_rl.runs.reliability import prepare_run
 from countdown_rl.sweeps.runner import PROGRESS_ENV
-from countdown_rl.training.recipe import check_recipe, parse_args
+from countdown_rl.training.recipe import check_recipe, parse_args, recipe_parser
 
+PROG = "countdown-rl train"
 logger = logging.getLogger("countdown_rl.train")
 
 
-def _error(err: BaseException) -> int:
-    """Print an error as ONE line (``countdown-rl train: error: ...``) on stderr; the exit code 2."""
-    print(f"countdown-rl train: error: {' '.join(str(err).split())}", file=sys.stderr)
-    return 2
+class _HelpFormatter(SnakeCaseHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """TrlParser's help (every key with its default), one spelling per key (TrlParser accepts both already)."""
+
+
+def build_parser():
+    """The recipe parser (:func:`countdown_rl.training.recipe.recipe_parser`) named and with help as a command's."""
+    return recipe_parser(
+        prog=PROG,
+        description="Train with GRPO / Dr.GRPO from a recipe: --config recipe.yaml (TRL's YAML) and --key value "
+        "overrides of the keys below.",
+        formatter_class=_HelpFormatter,
+    )
 
 
 def _end_distributed() -> None:
@@ -49,22 +60,21 @@ def _end_distributed() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        script_args, training_args, model_args = parse_args(argv)
+        script_args, training_args, model_args = parse_args(argv, build_parser())
         task = check_recipe(script_args, training_args, model_args)
         # Hub settings, the output directory (never reused silently) and the checkpoint to resume from.
         plan = prepare_run(script_args, training_args, model_args)
         checkpoint = plan.checkpoint
     except (ValueError, TypeError) as err:
-        return _error(err)
+        return fail(PROG, err)
 
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from trl import get_peft_config
 
-    from countdown_rl.runs.guard import set_status
     from countdown_rl.runs.hub import check_model_source, failed_push_message
-    from countdown_rl.runs.record import RunRecord
+    from countdown_rl.runs.record import RunRecord, set_status
     from countdown_rl.training.data import prepare_data
     from countdown_rl.training.pipeline import (
         TrainerSetupError,
@@ -83,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         # a model path that is no folder, or a Hub id while offline and not cached: one line before loading
         check_model_source(model_args.model_name_or_path, "model_name_or_path")
     except (ValueError, FileNotFoundError, ConnectionError) as err:  # ConnectionError: a Hub id, offline
-        return _error(err)
+        return fail(PROG, err)
     logger.info("dataset %s", info)
 
     tokenizer = AutoTokenizer.from_pretrained(
@@ -104,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 training_args.max_completion_length,
             )
         except ValueError as err:
-            return _error(err)
+            return fail(PROG, err)
     dtype = model_args.dtype if model_args.dtype in (None, "auto") else getattr(torch, model_args.dtype)
     model = AutoModelForCausalLM.from_pretrained(
         model_args.model_name_or_path,
@@ -135,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             callbacks=sweep_progress,
         )
     except TrainerSetupError as err:  # e.g. lora_target_modules that match no layer: one line, nothing written
-        return _error(err)
+        return fail(PROG, err)
     trainer = run.trainer
     logger.info("process %d of %d", trainer.accelerator.process_index, trainer.accelerator.num_processes)
     if run.stopped is not None:  # interrupted (checkpoint saved) or non-finite: one line said so
@@ -163,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         set_status(training_args.output_dir, "finished", step=trainer.state.global_step, message=push_error)
     _end_distributed()
     if push_error:
-        print(f"countdown-rl train: error: {push_error}", file=sys.stderr)
+        fail(PROG, push_error)
         return 1
     return 0
 

@@ -1,6 +1,6 @@
 """``countdown-rl verify``: judge one completion against one row of a task and print the result as JSON.
 
-Countdown: ``countdown-rl verify --nums 7 7 65 --target 51 [--unary-minus] TEXT`` (also the equation and its
+Countdown: ``countdown-rl verify --nums 7 7 65 --target 51 [--unary_minus] TEXT`` (also the equation and its
 exact value). Any task: ``countdown-rl verify --task gsm8k --row '{"gold": "72"}' TEXT``.
 """
 
@@ -22,13 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("text", help="the completion (use - to read standard input)")
     p.add_argument("--task", choices=sorted(TASKS), default=DEFAULT_TASK, help="task (default countdown)")
     p.add_argument("--row", help="the row as JSON, with the task's columns")
-    p.add_argument("--task-options", "--task_options", nargs="*", default=[], help="task options as key=value")
+    p.add_argument("--task_options", nargs="*", default=[], help="task options as key=value")
     countdown = p.add_argument_group("countdown shortcuts")
     countdown.add_argument("--nums", type=int, nargs="+", help="the given numbers")
     countdown.add_argument("--target", type=int, help="the target")
-    countdown.add_argument("--numbers-rule", choices=["exact", "subset"], default="exact",
+    countdown.add_argument("--numbers_rule", choices=["exact", "subset"], default="exact",
                            help="each number exactly once (default) or at most once")
-    countdown.add_argument("--unary-minus", action="store_true",
+    countdown.add_argument("--unary_minus", action="store_true",
                            help="accept a unary minus (-1 + 72 * 12), as the reference verifier does")
     return p
 

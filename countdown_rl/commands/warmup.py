@@ -6,28 +6,33 @@ writes the answer format, so RL has differences between samples to learn from.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from countdown_rl.commands.one_line import OneLineArgumentParser
+from countdown_rl.commands.one_line import OneLineArgumentParser, fail
 from countdown_rl.tasks import TASKS
 
 PROG = "countdown-rl warmup"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``countdown-rl warmup --task NAME --out DIR``: tiny offline Qwen3 + a short SFT on the task's rows."""
+def build_parser() -> OneLineArgumentParser:
+    """The ``countdown-rl warmup`` argument parser."""
     parser = OneLineArgumentParser(prog=PROG, description=main.__doc__)
     parser.add_argument("--task", choices=sorted(TASKS), required=True, help="the task to warm up on")
     parser.add_argument("--out", required=True, help="folder for the warmed-up model (and <out>-base for the base)")
     parser.add_argument("--steps", type=int, default=40, help="SFT steps (default 40: sometimes right, not always)")
     parser.add_argument("--rows", type=int, default=512, help="generated rows to learn from (default 512)")
     parser.add_argument("--size", choices=["test", "demo"], default="demo", help="tiny model size (default demo)")
-    parser.add_argument("--learning-rate", type=float, default=2e-3, help="SFT learning rate (default 2e-3)")
-    parser.add_argument("--task-options", "--task_options", nargs="*", default=[],
+    parser.add_argument("--learning_rate", type=float, default=2e-3, help="SFT learning rate (default 2e-3)")
+    parser.add_argument("--task_options", nargs="*", default=[],
                         help="task options as key=value (as in the recipe's task_options)")
     parser.add_argument("--template", default=None, help="prompt template (default: the task's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of rows, model and SFT (default 0)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``countdown-rl warmup --task NAME --out DIR``: tiny offline Qwen3 + a short SFT on the task's rows."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     from countdown_rl.tasks import get_task
     from countdown_rl.training.warmup import sft_warmup, task_examples
@@ -42,8 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--template {args.template!r} is not one of {sorted(task.prompt_templates)} (task {task.name})")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        print(f"{PROG}: error: --out {out} exists and is not a folder", file=sys.stderr)
-        return 2
+        return fail(PROG, f"--out {out} exists and is not a folder")
     from countdown_rl.demo.tiny import save_tiny_model
 
     base = out.with_name(out.name + "-base")

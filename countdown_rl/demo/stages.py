@@ -455,7 +455,7 @@ def prepare_run_dir(run: Path, resume: bool) -> None:
         print(f"removing the previous run in {run} (pass --resume to continue it instead)")
         shutil.rmtree(run)
     elif any(run.iterdir()):
-        raise ValueError(f"{run} exists and is not a {PROG} run directory; choose another --output-dir")
+        raise ValueError(f"{run} exists and is not a {PROG} run directory; choose another --output_dir")
 
 
 def results_table(before, after, algorithm: str, grpo_steps: int) -> str:
@@ -591,7 +591,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
                          f"{config.trace!r}, min_failed={config.min_failed}, max_failed={config.max_failed}")
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--output-dir {out} exists and is not a folder")
+        raise ValueError(f"--output_dir {out} exists and is not a folder")
     setup_environment(config.num_threads)
     started = time.time()
     timings: dict[str, float] = {}

@@ -25,14 +25,17 @@ EVAL_JSON, EVAL_MD, SAMPLES_JSONL = "eval.json", "eval.md", "samples.jsonl"
 
 def eval_meta(*, task: str, model: str, num_puzzles: int, backend: str, template: str | None = None,
               temperature: float = 0.0, num_samples: int = 1, split: str = "test", **more: Any) -> dict[str, Any]:
-    """The metadata of an evaluation (``eval.json``'s ``meta``); keys left as None are left out.
+    """The metadata of an evaluation (``eval.json``'s ``meta``); ``more`` adds the caller's own keys.
 
-    >>> eval_meta(task="countdown", model="m", num_puzzles=3, backend="transformers", stage="final")["stage"]
-    'final'
+    >>> meta = eval_meta(task="countdown", model="m", num_puzzles=3, backend="transformers", stage="final")
+    >>> meta["split"], meta["stage"], "template" in meta  # no template named: none recorded
+    ('test', 'final', False)
     """
     meta = {"task": task, "model": model, "split": split, "template": template, "num_puzzles": num_puzzles,
             "temperature": temperature, "num_samples": num_samples, "backend": backend, **more}
-    return {key: value for key, value in meta.items() if value is not None}
+    if template is None:
+        del meta["template"]
+    return meta
 
 
 def _version() -> str:

@@ -6,7 +6,7 @@
    ``huggingface_hub.get_token()``: ``HF_TOKEN`` or ``hf auth login``). One line if not; nothing is sent.
 2. A push that fails at the end of a finished run (``countdown-rl train``) keeps everything on disk and says so in
    one line, with the command below.
-3. :func:`push_run` (``countdown-rl push RUN_DIR --hub-model-id owner/name``): uploads a finished run directory
+3. :func:`push_run` (``countdown-rl push RUN_DIR --hub_model_id owner/name``): uploads a finished run directory
    (model or adapter, tokenizer, ``README.md`` card, ``eval/``, ``zero_shot/``, ``run_info.json``,
    ``trainer_state.json``), not its checkpoints, merged copy or staging folder.
 4. Model sources (train and eval, before loading): :func:`is_local_path` tells a folder from a Hub id;
@@ -53,7 +53,7 @@ def check_hub_settings(*, push_to_hub: bool, hub_model_id: str | None, output_di
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
-    key = "hub_model_id" if key_style == "recipe" else "--hub-model-id"
+    key = "hub_model_id" if key_style == "recipe" else "--hub_model_id"
     # Without hub_model_id the Trainer names the repository after output_dir's last part.
     repo_id = hub_model_id or Path(output_dir or "").name
     try:
@@ -95,7 +95,7 @@ def failed_push_message(run_dir: str | Path, repo_id: str | None, err: BaseExcep
     """The one line after a failed push at the end of a run."""
     reason = " ".join(f"{type(err).__name__}: {err}".split())[:300]
     return (f"push to {repo_id or 'the Hub'} failed ({reason}); everything is kept on disk in {run_dir}; push it "
-            f"later with: countdown-rl push {run_dir} --hub-model-id {repo_id or 'OWNER/NAME'}")
+            f"later with: countdown-rl push {run_dir} --hub_model_id {repo_id or 'OWNER/NAME'}")
 
 
 def check_run_dir(run_dir: Path) -> None:

@@ -163,7 +163,7 @@ def slurm_script(spec: SweepSpec, runs: Sequence[SweepRun], *, executable: str =
     lines += list(s.get("setup", []))
     lines += [
         "",
-        "# The array index is the run's index in sweep.json (the run table: countdown-rl sweep SPEC --dry-run).",
+        "# The array index is the run's index in sweep.json (the run table: countdown-rl sweep SPEC --dry_run).",
         f"{executable} sweep {shlex.quote(str(spec.path.resolve()))} --index \"$SLURM_ARRAY_TASK_ID\"",
         "code=$?",
         f"if [ \"$code\" -eq {EXIT_INTERRUPTED} ]; then",

@@ -46,8 +46,16 @@ class ScriptArguments(DataArguments, ReliabilityArguments):
     )
 
 
-def recipe_parser():
-    """TrlParser over our three dataclasses whose argparse errors raise ValueError (argparse prints usage, exits)."""
+def recipe_parser(**parser_kwargs):
+    """TrlParser over our three dataclasses whose argparse errors raise ValueError (argparse prints usage, exits).
+
+    ``parser_kwargs`` go to ``argparse.ArgumentParser`` (``prog``, ``formatter_class``: how ``--help`` reads);
+    they do not change what is parsed.
+
+    >>> parser = recipe_parser(prog="countdown-rl train")
+    >>> parser.parse_known_args(["--learning-rate", "0.5"])[0].learning_rate
+    0.5
+    """
     from trl import ModelConfig, TrlParser
 
     from countdown_rl.training.trainer import CountdownGRPOConfig
@@ -56,7 +64,7 @@ def recipe_parser():
         def error(self, message):
             raise ValueError(message)
 
-    return RecipeParser((ScriptArguments, CountdownGRPOConfig, ModelConfig))
+    return RecipeParser((ScriptArguments, CountdownGRPOConfig, ModelConfig), **parser_kwargs)
 
 
 def _source(message: str, argv: list[str], config_path: str | None) -> str:
@@ -71,13 +79,16 @@ def _source(message: str, argv: list[str], config_path: str | None) -> str:
     return f"{config_path} (with command-line overrides)"
 
 
-def parse_args(argv: list[str] | None = None):
-    """Parse ``--config recipe.yaml`` plus ``--key value`` overrides; unknown keys are errors naming the source."""
+def parse_args(argv: list[str] | None = None, parser=None):
+    """Parse ``--config recipe.yaml`` plus ``--key value`` overrides; unknown keys are errors naming the source.
+
+    ``parser``: a :func:`recipe_parser` (default: a new one).
+    """
     import yaml
 
     argv = list(sys.argv[1:] if argv is None else argv)
     config_path = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
-    parser = recipe_parser()
+    parser = recipe_parser() if parser is None else parser
     try:
         *parsed, from_config, from_cli = parser.parse_args_and_config(
             argv, return_remaining_strings=True, separate_remaining_strings=True

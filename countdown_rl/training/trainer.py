@@ -166,10 +166,11 @@ class CountdownGRPOConfig(GRPOConfig):
     budget_schedule: list[list[int]] | None = field(
         default=None,
         metadata={"help": "Completion-budget curriculum: [[start_step, budget], ...] (YAML [[0, 256], [40, 512], "
-                  "[60, 1024]]; command line 0:256 40:512 60:1024): from optimizer step start_step on, rollouts are "
-                  "generated with that budget (every backend), length-aware rewards, the Dr.GRPO normaliser and "
-                  "the in-training evaluation follow it. Starts at step 0, steps strictly increase, the largest "
-                  "budget equals max_completion_length. Default: max_completion_length throughout."},
+                  "[60, 1024]]; command line 0:256 40:512 60:1024, or the YAML list quoted): from optimizer step "
+                  "start_step on, rollouts are generated with that budget (every backend), length-aware rewards, "
+                  "the Dr.GRPO normaliser and the in-training evaluation follow it. Starts at step 0, steps strictly "
+                  "increase, the largest budget equals max_completion_length. Default: max_completion_length "
+                  "throughout."},
     )
     shuffle_dataset: bool | None = field(
         default=None,
