@@ -297,7 +297,7 @@ def test_keys_that_may_change_on_resume_pass_the_guard(uninterrupted):
                           "--final_eval_size", "0")
     argv[argv.index("--output_dir") + 1] = "/elsewhere"
     recipe = effective_recipe(*parse_args(argv))
-    assert check_output_dir(uninterrupted, recipe, resume=True, overwrite=False)["status"]["state"] == "finished"
+    assert check_output_dir(uninterrupted, recipe, resume=True, overwrite=False).status["state"] == "finished"
 
 
 def test_overwrite_starts_afresh(uninterrupted, tiny_model_dir, puzzles, tmp_path):
