@@ -46,9 +46,9 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def puzzles(tmp_path_factory):
-    """64 generated Countdown puzzles (seed 0) in a JSONL file."""
+    """64 generated Countdown puzzles (seed 0) in a JSONL file (one per session: tests only read it)."""
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
     from countdown_rl.training.data import write_jsonl
 

@@ -26,6 +26,9 @@ def _run(argv):
 @pytest.fixture(scope="module")
 def quick_runs(tmp_path_factory):
     """One quick demo to 2 RL steps, then ``--resume`` to 4: (output dir, first run, resumed run)."""
+    import torch
+
+    threads = torch.get_num_threads()  # the demo sets its own (2): later tests keep the suite's one thread
     out = tmp_path_factory.mktemp("demo") / "out"
     first = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "2"])
     first_files = {
@@ -33,6 +36,7 @@ def quick_runs(tmp_path_factory):
         "trained_eval": json.loads((out / "grpo" / "eval" / "eval.json").read_text()),
     }
     resumed = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "4", "--resume"])
+    torch.set_num_threads(threads)
     return out, (first, first_files), resumed
 
 

@@ -13,10 +13,14 @@ def _bash_blocks(text):
 
 
 def test_ci_runs_exactly_the_readme_test_command():
+    """Both tiers: the default one (pyproject's addopts leave out the slow tier), then ``-m slow``."""
     readme_blocks = _bash_blocks((ROOT / "README.md").read_text())
-    test_command = next(block.strip() for block in readme_blocks if "pytest" in block)
+    test_commands = next(block.strip() for block in readme_blocks if "pytest" in block).splitlines()
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    assert test_command in ci_lines
+    assert test_commands == [line for line in ci_lines if line.startswith("python -m pytest")]
+    assert test_commands == ["python -m pytest -q", "python -m pytest -q -m slow"]
+    pyproject = (ROOT / "pyproject.toml").read_text()  # (no tomllib on Python 3.10)
+    assert "\naddopts = \"-m 'not slow'\"\n" in pyproject and '\n    "slow: ' in pyproject
 
 
 def test_cli_help_lists_the_commands_without_importing_torch_or_trl():

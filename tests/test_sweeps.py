@@ -159,6 +159,29 @@ def run_info(run_dir: Path) -> dict:
     return json.loads((run_dir / "run_info.json").read_text())
 
 
+def test_a_one_run_sweep_trains_skips_and_reports(tmp_path, tiny_model_dir, puzzles, capsys, monkeypatch):
+    """The default tier's sweep from end to end (the tests on ``swept`` below are the slow tier's): one run of two
+    steps in a ``countdown-rl train`` process, its status files, the report, then a second invocation skips it."""
+    monkeypatch.chdir(tmp_path)
+    base = base_recipe(tmp_path, tiny_model_dir, puzzles)
+    spec = write_spec(tmp_path, {"name": "short", "base": str(base), "axes": {"beta": [0.0]}, "seeds": [0],
+                                 "overrides": {"max_steps": 2}, "output_root": str(tmp_path / "sweep")})
+    [run] = expand(parse_spec(spec))
+    assert sweep_main([str(spec), "--report"]) == 0
+    out = capsys.readouterr().out
+    assert f"[sweep 1/1 {run.name}] starting" in out and f"[sweep 1/1 {run.name}] step 2/2: reward" in out
+    assert f"[sweep 1/1 {run.name}] finished in" in out
+    assert json.loads((run.output_dir / "sweep_run.json").read_text())["state"] == "finished"
+    assert run_info(run.output_dir)["status"]["state"] == "finished" and run_info(run.output_dir)["status"]["step"] == 2
+    accuracy = json.loads((run.output_dir / "eval" / "eval.json").read_text())["results"][0]["accuracy"]
+    [row] = list(__import__("csv").DictReader((tmp_path / "sweep" / "report" / "sweep.csv").open()))
+    assert (row["point"], row["seeds"], row["finished"]) == (run.point, "1", "1")
+    assert float(row["accuracy_mean_pct"]) == pytest.approx(100 * accuracy, abs=1e-4)
+    assert sweep_main([str(spec)]) == 0
+    assert f"[sweep 1/1 {run.name}] finished before: skipped" in capsys.readouterr().out
+
+
+# The tests on `swept` are the slow tier's: its three invocations take ~90 s on 2 cores.
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory, tiny_model_dir, puzzles):
     """A 6-run sweep (zip over num_iterations and dataset_name, 2 seeds; the two runs on a missing file fail),
@@ -190,6 +213,7 @@ def swept(tmp_path_factory, tiny_model_dir, puzzles):
             "first": (first_code, "".join(lines), first_err), "second": second, "third": third}
 
 
+@pytest.mark.slow
 def test_a_signal_stops_the_sweep_with_a_checkpoint_and_the_next_run_resumes(swept):
     code, out, err = swept["first"]
     assert code == 75, err[-3000:]
@@ -213,6 +237,7 @@ def test_a_signal_stops_the_sweep_with_a_checkpoint_and_the_next_run_resumes(swe
     assert log.count("\n=== ") == 2  # both attempts' output kept
 
 
+@pytest.mark.slow
 def test_progress_names_run_i_of_n_and_the_step(swept):
     _, out, _ = swept["first"]
     names = [r.name for r in swept["runs"]]
@@ -220,6 +245,7 @@ def test_progress_names_run_i_of_n_and_the_step(swept):
     assert f"[sweep 1/6 {names[0]}] step 12/12" in out
 
 
+@pytest.mark.slow
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on(swept):
     second, root, runs = swept["second"], swept["root"], swept["runs"]
     assert second.returncode == 1, second.stderr[-3000:]
@@ -238,6 +264,7 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(swept):
     assert "2 of 6 run(s) failed" in second.stdout
 
 
+@pytest.mark.slow
 def test_finished_runs_are_skipped_and_failed_ones_retried(swept):
     third, runs = swept["third"], swept["runs"]
     assert third.returncode == 1
@@ -250,6 +277,7 @@ def test_finished_runs_are_skipped_and_failed_ones_retried(swept):
     assert (swept["root"] / runs[0].name / "train.log").read_text().count("\n=== ") == 1
 
 
+@pytest.mark.slow
 def test_a_run_folder_from_another_recipe_is_refused(swept, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(swept["tmp"])
     spec = yaml.safe_load(swept["spec"].read_text())
@@ -260,6 +288,7 @@ def test_a_run_folder_from_another_recipe_is_refused(swept, tmp_path, capsys, mo
     assert "ran with another recipe" in err and "learning_rate" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_index_out_of_range_is_one_line(swept, capsys, monkeypatch):
     monkeypatch.chdir(swept["tmp"])
     assert sweep_main([str(swept["spec"]), "--index", "6"]) == 2
@@ -271,6 +300,7 @@ def test_index_out_of_range_is_one_line(swept, capsys, monkeypatch):
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_slurm_script_is_a_job_array_that_requeues(swept, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(swept["tmp"])
     spec = yaml.safe_load(swept["spec"].read_text())
@@ -316,6 +346,7 @@ def test_the_slurm_script_is_a_job_array_that_requeues(swept, tmp_path, monkeypa
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_report_table_is_the_runs_own_numbers(swept):
     second, root, runs = swept["second"], swept["root"], swept["runs"]
     assert "report: " in second.stdout
@@ -345,6 +376,7 @@ def test_the_report_table_is_the_runs_own_numbers(swept):
     assert "not finished" in md or "no training files" in md  # the failed runs are named, not silently dropped
 
 
+@pytest.mark.slow
 def test_the_report_figures_are_valid_pngs(swept, tmp_path):
     from matplotlib.image import imread
 

@@ -133,8 +133,7 @@ SMOKE_RUNS = {
 }
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES)  # about a second each: the default tier's train and eval of every task
 def test_train_smoke_run_and_eval_of_every_task(name, tiny_model_dir, tmp_path):
     """`countdown-rl train` on each task's generated rows, then `countdown-rl eval` of the result."""
     from countdown_rl.commands.evaluate import main as eval_main

@@ -38,8 +38,8 @@ import torch
 
 from countdown_rl.commands.train import main
 from countdown_rl.runs.reliability import resolve_resume
-from countdown_rl.training.recipe import parse_args
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
+from countdown_rl.training.recipe import parse_args
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
