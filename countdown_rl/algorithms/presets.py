@@ -1,7 +1,7 @@
 """The RL algorithms a recipe's ``algorithm`` key names: one table for the trainer, the card, the report and the demo.
 
-Each algorithm is a preset of two knobs of :mod:`countdown_rl.algorithms.grpo`: the advantage's std normalisation and the
-loss reduction.
+Each algorithm is a preset of two knobs of :mod:`countdown_rl.algorithms.grpo`: the advantage's std normalisation
+and the loss reduction.
 
 1. ``grpo``: advantages ``(r - mean) / (std + eps)`` over the group, loss averaged per sequence then over the batch.
 2. ``dr_grpo``: advantages ``r - mean`` (no std), loss summed per sequence and divided by a constant (the budget).

@@ -7,7 +7,8 @@
    code 2, before any model is loaded.
 2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
    as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
-3. Generate once at the largest budget and score every budget (:func:`countdown_rl.evaluation.scoring.evaluate_budgets`).
+3. Generate once at the largest budget and score every budget
+   (:func:`countdown_rl.evaluation.scoring.evaluate_budgets`).
 4. Write ``eval.json``, ``eval.md`` and ``samples.jsonl`` to ``--output_dir`` and print the Markdown table.
 """
 

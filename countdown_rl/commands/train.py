@@ -1,14 +1,15 @@
 """``countdown-rl train --config recipe.yaml [--key value ...]``: GRPO or Dr.GRPO on any task, from a recipe.
 
-Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_rl.commands.train --config recipe.yaml``.
+Also ``accelerate launch --config_file accelerate_configs/<x>.yaml -m countdown_rl.commands.train --config
+recipe.yaml``.
 
 1. Parse the recipe strictly (script, training and model arguments) and check everything that can be wrong in it
    (task, task options, template, reward names, batch arithmetic) before any model or dataset is loaded.
 2. Seed and logging; load, validate, filter, dedupe and split the task's dataset; render prompts (a bad file or
    row is reported before the model is loaded).
 3. Tokenizer and model (dtype, attention implementation, LoRA through ``use_peft``).
-4. :func:`countdown_rl.training.pipeline.train_grpo` trains (resuming from the newest checkpoint when asked) and saves;
-   then the model is evaluated on the held-out split, described in a model card, pushed to the Hub, and last,
+4. :func:`countdown_rl.training.pipeline.train_grpo` trains (resuming from the newest checkpoint when asked) and
+   saves; then the model is evaluated on the held-out split, described in a model card, pushed to the Hub, and last,
    with ``merge_adapter``, merged into ``<output_dir>/merged``.
 5. Around training (:mod:`countdown_rl.runs.reliability`): the output directory is never reused silently (``resume``,
    ``overwrite_output_dir``), checkpoints are atomic, SIGTERM/SIGINT/SIGUSR1 save a checkpoint and exit 75, a

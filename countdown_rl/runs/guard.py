@@ -77,7 +77,8 @@ def _saved_record(output_dir: Path) -> RunRecord | None:
     try:
         return read_run_record(output_dir)
     except ValueError as err:
-        raise OutputDirError(f"output_dir {output_dir}: {err}; pass overwrite_output_dir: true to start afresh") from None
+        raise OutputDirError(f"output_dir {output_dir}: {err}; pass overwrite_output_dir: true to start "
+                             "afresh") from None
 
 
 def _status_words(record: RunRecord) -> str:

@@ -380,5 +380,6 @@ class Task:
         raise NotImplementedError
 
     def demonstration(self, row: Mapping[str, Any]) -> str:
-        """A correct completion for a prepared row (what the SFT warm-up of :mod:`countdown_rl.training.warmup` learns)."""
+        """A correct completion for a prepared row (what the SFT warm-up of :mod:`countdown_rl.training.warmup`
+        learns)."""
         raise NotImplementedError(f"task {self.name!r} has no demonstrations for a warm-up")

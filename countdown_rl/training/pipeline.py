@@ -1,9 +1,10 @@
 """One training pipeline for every caller: ``countdown-rl train``, the demo, the benchmarks, sweeps and curricula.
 
-:func:`train_grpo` takes a model, a tokenizer, a :class:`~countdown_rl.training.trainer.CountdownGRPOConfig`, the task and
-its prepared datasets, and:
+:func:`train_grpo` takes a model, a tokenizer, a :class:`~countdown_rl.training.trainer.CountdownGRPOConfig`,
+the task and its prepared datasets, and:
 
-1. builds :class:`~countdown_rl.training.trainer.CountdownGRPOTrainer` with the task's reward functions (by recipe name);
+1. builds :class:`~countdown_rl.training.trainer.CountdownGRPOTrainer` with the task's reward functions (by recipe
+   name);
 2. writes the run record (``run_info.json``) on the main process, before any step, so an interrupted run is
    still described;
 3. trains, resuming from ``resume_from_checkpoint`` when given. With a ``plan`` from

@@ -12,8 +12,8 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
 3. Generation (``generation_backend: compiled`` only): ``_generate_single_turn`` generates through
    ``countdown_rl.generation.compiled`` (static cache, compiled decoding, bucketed prompts); a callback warms the
    compiled graph up at ``on_train_begin``, so its compile time is logged once and kept out of step 1.
-4. Budget (``budget_schedule``, :mod:`countdown_rl.algorithms.curriculum`): before each rollout the budget of the current
-   optimizer step is set where TRL reads it (its generation config, the vLLM client's ``max_completion_length``,
+4. Budget (``budget_schedule``, :mod:`countdown_rl.algorithms.curriculum`): before each rollout the budget of the
+   current optimizer step is set where TRL reads it (its generation config, the vLLM client's ``max_completion_length``,
    ``self.max_completion_length``); the rollout carries its budget (a reward keyword argument and a per-row list
    in the buffered batch), so a reused rollout keeps its budget for the Dr.GRPO normaliser and the
    ``completion_budget`` metric. The in-training evaluation uses the budget of the current step.
