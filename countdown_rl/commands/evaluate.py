@@ -1,8 +1,9 @@
 """``countdown-rl eval``: score a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.
 
 1. Check the arguments (model path, budgets, sampling, task and its options) and load the dataset's held-out
-   split with the same data keys, dedupe and split as training (:class:`countdown_rl.training.data.DataArguments`, whose
-   fields are this command's data flags), so no training row is scored; with ``--backend compiled``, check the
+   split with the same data keys, dedupe and split as training
+   (:class:`countdown_rl.training.data.DataArguments`, whose fields are this command's data flags), so no
+   training row is scored; with ``--backend compiled``, check the
    tokenizer's pad/EOS ids and the static cache length against config.json. Every error here is one line, exit
    code 2, before any model is loaded.
 2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
