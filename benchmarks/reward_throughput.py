@@ -207,9 +207,7 @@ def math_reference() -> Callable[[str, dict], float]:
 
 def countdown_reference() -> Callable[[str, dict], float]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from verifier_throughput import (
-        reference_reward,  # the regex + eval reward, kept outside the package
-    )
+    from verifier_throughput import reference_reward  # the regex + eval reward, kept outside the package
 
     warnings.simplefilter("ignore", SyntaxWarning)
     return lambda text, row: reference_reward(text, {"numbers": list(row["nums"]), "target": row["target"]})

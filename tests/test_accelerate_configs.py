@@ -29,10 +29,7 @@ FSDP1_ONLY = {"sharding_strategy", "backward_prefetch", "forward_prefetch", "use
 
 def resolve(name: str, *flags: str):
     """The launcher's view of a config: accelerate launch's parsed and config-filled arguments."""
-    from accelerate.commands.launch import (
-        _validate_launch_command,
-        launch_command_parser,
-    )
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
 
     args = launch_command_parser().parse_args(
         ["--config_file", str(CONFIG_DIR / f"{name}.yaml"), *flags, "train.py"]

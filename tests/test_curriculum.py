@@ -28,18 +28,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from countdown_rl.algorithms.curriculum import (
-    budget_at,
-    data_order_indices,
-    parse_budget_schedule,
-    staged_order,
-)
+from countdown_rl.algorithms.curriculum import budget_at, data_order_indices, parse_budget_schedule, staged_order
 from countdown_rl.tasks import get_task
-from countdown_rl.tasks.countdown.puzzles import (
-    SEARCH_LIMIT,
-    generate_countdown,
-    search_effort,
-)
+from countdown_rl.tasks.countdown.puzzles import SEARCH_LIMIT, generate_countdown, search_effort
 from countdown_rl.training.data import DataArguments, prepare_dataset, write_jsonl
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 

@@ -18,13 +18,7 @@ from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown import TINYZERO_BOUNDS, CountdownTask, puzzles
 from countdown_rl.tasks.countdown.prompts import build_prompt
 from countdown_rl.training import data as data
-from countdown_rl.training.data import (
-    dedupe,
-    load_rows,
-    prepare_dataset,
-    split_rows,
-    write_jsonl,
-)
+from countdown_rl.training.data import dedupe, load_rows, prepare_dataset, split_rows, write_jsonl
 
 TASK = get_task("countdown")
 

@@ -29,11 +29,7 @@ from countdown_rl.evaluation.scoring import (
     score_samples,
     summarise,
 )
-from countdown_rl.generation.sampling import (
-    Completion,
-    _completion_from_ids,
-    cut_to_budget,
-)
+from countdown_rl.generation.sampling import Completion, _completion_from_ids, cut_to_budget
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.puzzles import generate_countdown, solve
 from countdown_rl.training.data import prepare_dataset, write_jsonl

@@ -21,11 +21,7 @@ from countdown_rl.tasks.countdown.puzzles import (
     solve_tree,
     solver_trace,
 )
-from countdown_rl.tasks.countdown.verifier import (
-    evaluate_exact,
-    reward_fn,
-    uses_numbers_exactly,
-)
+from countdown_rl.tasks.countdown.verifier import evaluate_exact, reward_fn, uses_numbers_exactly
 
 
 @lru_cache(maxsize=None)

@@ -29,12 +29,7 @@ import pytest
 import torch
 
 from countdown_rl.commands.train import main
-from countdown_rl.runs.checkpoints import (
-    MANIFEST,
-    STAGING,
-    checkpoint_problem,
-    last_complete_checkpoint,
-)
+from countdown_rl.runs.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"

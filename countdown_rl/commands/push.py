@@ -13,12 +13,7 @@ import sys
 from pathlib import Path
 
 from countdown_rl.commands.one_line import OneLineArgumentParser, fail
-from countdown_rl.runs.hub import (
-    check_hub_settings,
-    check_run_dir,
-    failed_push_message,
-    push_run,
-)
+from countdown_rl.runs.hub import check_hub_settings, check_run_dir, failed_push_message, push_run
 
 PROG = "countdown-rl push"
 

@@ -77,11 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from countdown_rl.runs.hub import check_model_source, failed_push_message
     from countdown_rl.runs.record import RunRecord, set_status
     from countdown_rl.training.data import prepare_data
-    from countdown_rl.training.pipeline import (
-        TrainerSetupError,
-        progress_callback,
-        train_grpo,
-    )
+    from countdown_rl.training.pipeline import TrainerSetupError, progress_callback, train_grpo
 
     set_seed(training_args.seed)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)

@@ -16,12 +16,7 @@ from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.evaluation.eval_files import EVAL_JSON, read_eval
 from countdown_rl.evaluation.scoring import markdown_table
 from countdown_rl.files import write_atomic
-from countdown_rl.runs.record import (
-    FINAL_EVAL_DIR,
-    RUN_INFO,
-    RunRecord,
-    read_run_record,
-)
+from countdown_rl.runs.record import FINAL_EVAL_DIR, RUN_INFO, RunRecord, read_run_record
 
 
 def render_model_card(record: RunRecord, final_eval: dict | None) -> str:

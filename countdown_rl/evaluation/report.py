@@ -25,19 +25,8 @@ from typing import Any
 from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.evaluation.eval_files import EVAL_JSON, SAMPLES_JSONL, read_eval, read_samples
 from countdown_rl.evaluation.scoring import SAMPLE_FIELDS, BudgetResult
-from countdown_rl.files import (
-    format_number,
-    format_percent,
-    render_markdown_table,
-    write_atomic,
-)
-from countdown_rl.runs.record import (
-    FINAL_EVAL_DIR,
-    RUN_INFO,
-    TRAINER_STATE,
-    ZERO_SHOT_DIR,
-    read_run_record,
-)
+from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
+from countdown_rl.runs.record import FINAL_EVAL_DIR, RUN_INFO, TRAINER_STATE, ZERO_SHOT_DIR, read_run_record
 
 TRAINED_EVAL, ZERO_SHOT_EVAL = Path(FINAL_EVAL_DIR), Path(ZERO_SHOT_DIR)
 PLOTS = {

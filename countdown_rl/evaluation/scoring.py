@@ -22,18 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.files import (
-    format_number,
-    format_percent,
-    render_markdown_table,
-)
-from countdown_rl.generation.sampling import (
-    BACKENDS,
-    Completion,
-    cut_to_budget,
-    generate,
-    generate_vllm,
-)
+from countdown_rl.files import format_number, format_percent, render_markdown_table
+from countdown_rl.generation.sampling import BACKENDS, Completion, cut_to_budget, generate, generate_vllm
 from countdown_rl.tasks import DEFAULT_TASK, Outcome, get_task
 
 if TYPE_CHECKING:

@@ -23,15 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.evaluation.report import (
-    ReportError,
-    Run,
-    csv_text,
-    load_run,
-    save_figure,
-    series,
-    smooth,
-)
+from countdown_rl.evaluation.report import ReportError, Run, csv_text, load_run, save_figure, series, smooth
 from countdown_rl.files import render_markdown_table, write_atomic
 from countdown_rl.sweeps.spec import read_status
 

@@ -33,12 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.algorithms.curriculum import (
-    DATA_ORDERS,
-    DEFAULT_REPLAY,
-    DEFAULT_STAGES,
-    data_order_indices,
-)
+from countdown_rl.algorithms.curriculum import DATA_ORDERS, DEFAULT_REPLAY, DEFAULT_STAGES, data_order_indices
 from countdown_rl.tasks import DEFAULT_TASK, TASKS, get_task
 
 if TYPE_CHECKING:

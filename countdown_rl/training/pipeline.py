@@ -101,11 +101,7 @@ def train_grpo(
     ``quiet`` removes the Trainer's printing and progress-bar callbacks (callers that print their own lines).
     ``plan`` and ``non_finite`` switch on the reliability layer (module docstring, 3).
     """
-    from countdown_rl.runs.reliability import (
-        reliable_trainer_class,
-        run_training,
-        start_record,
-    )
+    from countdown_rl.runs.reliability import reliable_trainer_class, run_training, start_record
     from countdown_rl.training.trainer import CountdownGRPOTrainer
 
     names = list(reward_funcs) if reward_funcs else list(task.default_reward_funcs)

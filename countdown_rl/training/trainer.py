@@ -33,12 +33,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl.algorithms import grpo as grpo
-from countdown_rl.algorithms.curriculum import (
-    BUDGET_COLUMN,
-    budget_at,
-    parse_budget_schedule,
-    shuffle_for_order,
-)
+from countdown_rl.algorithms.curriculum import BUDGET_COLUMN, budget_at, parse_budget_schedule, shuffle_for_order
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.generation.compiled import (
     WarmUpCallback,
