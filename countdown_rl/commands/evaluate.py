@@ -157,12 +157,7 @@ def compiled_generation_for(args: argparse.Namespace, puzzles: list[dict[str, An
 
 def check_args(args: argparse.Namespace) -> None:
     """Argument checks that need no data and no model."""
-    model = Path(args.model).expanduser()
-    if is_local_path(args.model) and not model.exists():
-        raise UsageError(f"--model {args.model}: no such folder (and it is not a Hub id like 'owner/name')")
-    if model.exists() and not model.is_dir():
-        raise UsageError(f"--model {args.model}: not a folder")
-    try:  # a Hub id while offline and not in the cache
+    try:  # a folder that is not there or is a file, or a Hub id while offline and not in the cache
         check_model_source(args.model, "--model")
     except ValueError as err:
         raise UsageError(str(err)) from None
