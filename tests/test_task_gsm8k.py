@@ -59,6 +59,10 @@ def trl_call(func, completions, gold, **extra):
         ("72", Fraction(72)),
         ("  72 \n", Fraction(72)),
         ("72.", Fraction(72)),  # end of a sentence
+        ("100,", Fraction(100)),  # a sentence's comma or semicolon is not part of the number either
+        ("72;", Fraction(72)),
+        ("$72$.", Fraction(72)),
+        ("$72.$", Fraction(72)),
         ("1,000", Fraction(1000)),
         ("1,234,567", Fraction(1234567)),
         ("1,000.50", Fraction(2001, 2)),
@@ -105,7 +109,9 @@ def test_parse_number(text, expected):
         "1,00",  # commas only in groups of three
         "1,0000",
         ",100",
-        "100,",
+        "0,111",  # a comma that is no thousands separator: unreadable, not 111
+        "1,22",
+        "72..",  # one full stop is the sentence's; more is not
         "1.000,5",
         "12 apples",
         "about 12",

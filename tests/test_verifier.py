@@ -422,7 +422,7 @@ ADVERSARIAL_ANSWERS = [
     ([7, 7, 65], "65\u00a0- 7 - 7"),  # no-break space
     ([7, 7, 65], "__import__('os').system('true') or 65 - 7 - 7"),
     ([7, 7, 65], "int(65 - 7 - 7)"),
-    ([7, 7, 65], "65 - 7 - 7;"),
+    ([7, 7, 65], "65 - 7 - 7;;"),  # one ";" is a sentence's (read), two are not
     ([7, 7, 65], "(65 - 7 - 7"),
     ([7, 7, 65], "<answer>65 - 7 - 7</answer>"),  # nested tags: the inner pair's close ends up inside
     ([7, 7, 65], "(" * 10_000 + "65 - 7 - 7" + ")" * 10_000),  # over MAX_EQUATION_CHARS

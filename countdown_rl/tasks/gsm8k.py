@@ -7,10 +7,14 @@ A completion is judged in four steps:
 2. Extract: the answer candidate comes from the first method of the ``answer_order`` option that finds one
    (default ``tags,boxed,answer_is``): ``tags`` the content of the last complete ``<answer>...</answer>`` pair,
    ``boxed`` the content of the last ``\\boxed{...}`` (brace-matched within ``MAX_BOXED_SCAN`` characters),
-   ``answer_is`` the number after the last "answer is" / "answer:" / "####", ``last_number`` the last number in
-   the text. No candidate -> outcome FAILED.
+   ``answer_is`` what the sentence after the last "answer is" / "answer:" / "####" gives (the value after the
+   last ``=`` of the expression that follows, or its value when it is plain arithmetic, evaluated exactly; a
+   number inside a root, power or other operator, or a second number in the sentence, is unreadable),
+   ``last_number`` the last number in the text. No candidate -> outcome FAILED. The readers are the shared ones
+   of ``countdown_rl.tasks.extraction``.
 3. Parse: the candidate must be one number, read exactly with ``fractions.Fraction`` after a few documented
-   normalisations (:func:`parse_number`); anything else is unparsable. Model text is never executed.
+   normalisations (:func:`parse_number`; a comma that is no thousands separator, ``0,111``, is unreadable);
+   anything else is unparsable. Model text is never executed.
 4. Compare: candidate value == gold value (exact) -> CORRECT, reward 1.0; a candidate that is wrong or
    unparsable -> PARTIAL, reward 0.0 (the binary reward of seed 004).
 
@@ -29,7 +33,6 @@ from __future__ import annotations
 import functools
 import operator
 import random
-from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -47,6 +50,18 @@ from countdown_rl.tasks.base import (
     last_tag_content,
     r1_zero_prompt,
     score_batch,
+)
+from countdown_rl.tasks.extraction import (
+    MAX_ANSWER_CHARS,
+    MAX_BOXED_SCAN,
+    MAX_NUMBER_DIGITS,
+    NUMBER_TOKEN,
+    evaluate_arithmetic,
+    format_number,
+    last_box,
+    last_match,
+    parse_number,
+    strip_sentence_punctuation,
 )
 
 __all__ = [
@@ -73,6 +88,7 @@ __all__ = [
     "has_answer_tags",
     "judge_completion",
     "parse_number",
+    "read_answer_is",
 ]
 
 DATASET = "openai/gsm8k"
@@ -88,12 +104,6 @@ ANSWER_METHODS = ("tags", "boxed", "answer_is", "last_number")
 DEFAULT_ANSWER_ORDER = ("tags", "boxed", "answer_is")
 """Tried in this order; the first method that finds a candidate decides (why no ``last_number``: module docstring)."""
 
-MAX_ANSWER_CHARS = 64
-"""A candidate longer than this (after stripping whitespace) is unparsable. GSM8K answers have at most ~10."""
-MAX_NUMBER_DIGITS = 24
-"""A number with more digits than this is unparsable (checked before ``int()``). GSM8K golds are below 10**8."""
-MAX_BOXED_SCAN = 1000
-"""Characters scanned after the last ``\\boxed{`` for its closing brace; unclosed by then -> no boxed answer."""
 ANSWER_IS_WINDOW = 100
 """Characters read after the last "answer is" / "answer:" / "####" marker (up to the end of its line)."""
 MAX_SHOWN_CHARS = 200
@@ -103,17 +113,7 @@ MALFORMED_ROWS_METRIC = "gsm8k/malformed_rows"
 """``log_metric`` name for the number of malformed ``gold`` values in a batch."""
 
 _OPEN_TAG, _CLOSE_TAG = "<answer>", "</answer>"
-_BOXED = "\\boxed{"
 _ASCII_WS = " \t\n\r\f\v"  # str.strip() with no argument would also strip Unicode spaces
-# [0-9], never \d: \d also matches Unicode digits such as U+0663.
-# An integer part: digits with commas only as thousands separators ("1,200", not "1,00"), or plain digits.
-_PLAIN = _regex(r"(?P<int>[0-9]{1,3}(?:,[0-9]{3})+|[0-9]*)(?:\.(?P<frac>[0-9]*))?")
-_LATEX_FRAC = _regex(r"(-?)\\[dt]?frac\{([^{}]*)\}\{([^{}]*)\}")
-# A number in running text: an optional sign (not right after a digit or letter, so "10-3" is not "-3") and "$",
-# digits with inner commas, decimals, a "/denominator" and "%". Every part is a simple loop: linear time.
-_NUMBER_TOKEN = _regex(
-    r"(?:(?<![0-9A-Za-z)])-)?\$?[0-9](?:[0-9]|,(?=[0-9]))*(?:\.[0-9]+)?(?:/[0-9]+)?%?"
-)
 # Bounded gaps only ({0,8}), so a long run of spaces cannot make a match attempt backtrack far.
 _ANSWER_IS = _regex(r"answer[ \t]{0,8}(?:is\b[ \t:]{0,8}|:)|####", IGNORECASE)
 _SOLUTION_MARK = "####"
@@ -122,90 +122,6 @@ _SOLUTION_MARK = "####"
 # --------------------------------------------------------------------------------------------------------------
 # Parsing
 # --------------------------------------------------------------------------------------------------------------
-
-
-def _plain(text: str) -> Fraction | None:
-    """An unsigned decimal ("1,200", "18.00", ".5", "007") as an exact Fraction, else None."""
-    match = _PLAIN.fullmatch(text)
-    if match is None:
-        return None
-    whole, frac = match["int"].replace(",", ""), match["frac"] or ""
-    if not whole and not frac:
-        return None
-    if len(whole) + len(frac) > MAX_NUMBER_DIGITS:  # before int(): bounded bignum work
-        return None
-    value = Fraction(int(whole or "0"))
-    if frac:
-        value += Fraction(int(frac), 10 ** len(frac))
-    return value
-
-
-def _unwrap(text: str) -> str:
-    """Strip one layer of ``\\boxed{...}``, ``$...$``, ``\\(...\\)`` or ``\\[...\\]`` around the whole text."""
-    for start, end in ((_BOXED, "}"), ("\\(", "\\)"), ("\\[", "\\]"), ("$", "$")):
-        if len(text) > len(start) + len(end) - 1 and text.startswith(start) and text.endswith(end):
-            if start == "$" and len(text) < 3:
-                continue
-            return text[len(start) : len(text) - len(end)].strip(_ASCII_WS)
-    return text
-
-
-def parse_number(text: Any) -> Fraction | None:
-    """The exact value of ``text`` when it is one number, else None.
-
-    Accepted, in this order: ASCII whitespace and trailing periods around it; one wrapper ``\\boxed{}``,
-    ``$ $``, ``\\( \\)`` or ``\\[ \\]``; LaTeX ``\\$``, ``\\%``, ``{,}`` and ``\\,``; ``\\frac{a}{b}``
-    (also ``\\dfrac``, ``\\tfrac``); a leading ``-`` and ``$`` in either order; a trailing ``%`` (read as the
-    number of percent, since GSM8K's golds for percentage questions are that number: "25%" reads as 25); commas
-    only as thousands separators; decimals (``18.00`` is 18); ``a/b`` with integer parts and ``b != 0``.
-    Rejected: other text (units, words), Unicode digits or signs, a leading ``+``, spaces inside the number,
-    more than ``MAX_ANSWER_CHARS`` characters or ``MAX_NUMBER_DIGITS`` digits.
-
-    >>> parse_number("1,200"), parse_number("$18.00"), parse_number("3/4") == parse_number("0.75")
-    (Fraction(1200, 1), Fraction(18, 1), True)
-    >>> parse_number("-3"), parse_number("\\\\boxed{\\\\frac{1}{2}}"), parse_number("25%")
-    (Fraction(-3, 1), Fraction(1, 2), Fraction(25, 1))
-    >>> parse_number("1,00") is None, parse_number("\u0663") is None, parse_number("18 apples") is None
-    (True, True, True)
-    """
-    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
-        return None
-    s = _unwrap(text.strip(_ASCII_WS).rstrip(".").strip(_ASCII_WS))
-    s = s.rstrip(".").replace("\\$", "$").replace("\\%", "%").replace("{,}", ",").replace("\\,", ",")
-    frac = _LATEX_FRAC.fullmatch(s)
-    if frac is not None:
-        s = f"{frac[1]}{frac[2].strip(_ASCII_WS)}/{frac[3].strip(_ASCII_WS)}"
-    negative = False
-    if s.startswith("-"):
-        negative, s = True, s[1:]
-    if s.startswith("$"):
-        s = s[1:]
-        if s.startswith("-") and not negative:  # "$-18"
-            negative, s = True, s[1:]
-    if s.endswith("%"):
-        s = s[:-1]
-    if "/" in s:
-        numerator, _, denominator = s.partition("/")
-        top, bottom = _plain(numerator), _plain(denominator)
-        # Integer parts only: "1.5/3" is not how anyone writes a fraction, and "0" cannot divide.
-        if top is None or bottom is None or "." in s or bottom == 0:
-            return None
-        value = top / bottom
-    else:
-        value = _plain(s)
-        if value is None:
-            return None
-    return -value if negative else value
-
-
-def format_number(value: Fraction | int) -> str:
-    """The canonical text of a number: an integer as digits, else ``p/q`` (lowest terms).
-
-    >>> format_number(Fraction(1200)), format_number(Fraction(5, 2)), format_number(-3)
-    ('1200', '5/2', '-3')
-    """
-    value = Fraction(value)
-    return str(value.numerator) if value.denominator == 1 else str(value)
 
 
 def gold_from_solution(solution: Any) -> str:
@@ -273,43 +189,68 @@ def _from_tags(text: str) -> str | None:
 
 
 def _from_boxed(text: str) -> str | None:
-    start = text.rfind(_BOXED)
-    if start < 0:
-        return None
-    begin = start + len(_BOXED)
-    depth = 1
-    # An explicit, capped scan: nested braces (\boxed{\frac{3}{4}}) balance, a runaway one ends the search.
-    for index in range(begin, min(len(text), begin + MAX_BOXED_SCAN)):
-        char = text[index]
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return text[begin:index].strip(_ASCII_WS)
-    return None
+    content = last_box(text)[1]
+    return None if content is None else content.strip(_ASCII_WS)
 
 
-def _last_match(pattern: Any, text: str) -> Any:
-    """The last match of ``pattern`` in ``text`` (one linear scan, keeping only the latest match), or None."""
-    tail = deque(pattern.finditer(text), maxlen=1)
-    return tail[0] if tail else None
+_SPAN_TOKEN = _regex(r"[ \t]+|\\?\$|\\[()\[\]]|\\times|\\cdot|\\div|[-+*/×÷()=]")
+_SENTENCE_END = _regex(r"[.?!;]")
 
 
 def _from_answer_is(text: str) -> str | None:
-    last = _last_match(_ANSWER_IS, text)  # only the last marker counts
+    """The expression the last "answer is" gives: the arithmetic span after the marker, or the unreadable rest of
+    the line when something else (a root, a power, a second number) follows; None when words follow."""
+    last = last_match(_ANSWER_IS, text)  # only the last marker counts
     if last is None:
         return None
     window = text[last.end() : last.end() + ANSWER_IS_WINDOW]
     line = window.split("\n", 1)[0].strip(_ASCII_WS)
     if parse_number(line) is not None:  # the whole rest of the line is one number, e.g. "\frac{3}{4}."
-        return line.rstrip(".").strip(_ASCII_WS)
-    token = _NUMBER_TOKEN.search(line)  # else the first number in it: "answer is 18 apples."
-    return None if token is None else token[0]
+        return strip_sentence_punctuation(line)
+    # The leading span of numbers, operators, "=", "$" and spaces; linear (each step consumes characters).
+    i, numbers = 0, 0
+    while i < len(line):
+        match = NUMBER_TOKEN.match(line, i)
+        if match is not None:
+            numbers += 1
+        else:
+            match = _SPAN_TOKEN.match(line, i)
+            if match is None:
+                break
+        i = match.end()
+    span, rest = line[:i].strip(_ASCII_WS), line[i:]
+    if not numbers:
+        # A word ("five") is no candidate; anything else (\sqrt{16}, x^2) is a candidate nobody can read.
+        return None if not line or line[0].isalpha() else line
+    if span.endswith("/") and rest[:1].isalpha():  # "$18/hour": a rate's unit, not a division
+        span, rest = span[:-1].rstrip(_ASCII_WS), ""
+    after_space = i > 0 and line[i - 1] in " \t"
+    ends_cleanly = not rest or rest[0] in ".,;:?" or (after_space and (rest[0].isalpha() or rest[0] == "!"))
+    sentence = _SENTENCE_END.split(rest, 1)[0]
+    if not ends_cleanly or any(char in "0123456789" for char in sentence):
+        return line  # a number inside an operator ("2^{10}") or several answers: unreadable
+    return strip_sentence_punctuation(span)
+
+
+def read_answer_is(candidate: Any) -> Fraction | None:
+    """The value an "answer is" sentence gives: the part after its last ``=``, one number or plain arithmetic
+    evaluated exactly (:func:`countdown_rl.tasks.extraction.evaluate_arithmetic`), else None.
+
+    >>> read_answer_is("300 + 120 + 60 = 480"), read_answer_is("$5 - 3$"), read_answer_is("$\\sqrt{16}$")
+    (Fraction(480, 1), Fraction(2, 1), None)
+    """
+    if not isinstance(candidate, str):
+        return None
+    text = candidate
+    for delimiter in ("\\$", "$", "\\(", "\\)", "\\[", "\\]"):
+        text = text.replace(delimiter, " ")
+    text = text.rpartition("=")[2]
+    value = parse_number(text)
+    return value if value is not None else evaluate_arithmetic(text)
 
 
 def _from_last_number(text: str) -> str | None:
-    last = _last_match(_NUMBER_TOKEN, text)
+    last = last_match(NUMBER_TOKEN, text)
     return None if last is None else last[0]
 
 
@@ -381,7 +322,8 @@ def judge_completion(text: Any, gold: Any, answer_order: Sequence[str] = DEFAULT
     if found is None:
         return Verdict(Outcome.FAILED, None, NO_REWARD)
     shown = found.text if len(found.text) <= MAX_SHOWN_CHARS else found.text[: MAX_SHOWN_CHARS - 3] + "..."
-    if parse_number(found.text) == gold_value:  # None (unparsable) never equals a Fraction
+    value = read_answer_is(found.text) if found.method == "answer_is" else parse_number(found.text)
+    if value == gold_value:  # None (unreadable) never equals a Fraction
         return Verdict(Outcome.CORRECT, shown, CORRECT_REWARD)
     return Verdict(Outcome.PARTIAL, shown, NO_REWARD)
 

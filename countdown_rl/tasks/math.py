@@ -1,47 +1,39 @@
 """The MATH task: competition problems (Hendrycks et al., 2021) whose final answers are compared with math-verify.
 
-The task in five steps, from rows to rewards:
+The task in six steps, from rows to rewards:
 
 1. Rows: ``problem`` and ``gold``. :meth:`MathTask.prepare_row` takes ``gold`` from an ``answer`` column when there
    is one (MATH-500), else from the LAST ``\\boxed{...}`` / ``\\fbox{...}`` of ``solution`` (brace-matched); it
    turns ``level`` ("Level 5", or an int) into an int ("Level ?" -> None).
-2. Extract the model's answer (:func:`extract`): the content of the last complete ``<answer>...</answer>`` pair
-   (with a box inside it, the box's content); without tags, the content of the last complete box
-   (:func:`last_boxed`). Nothing -> FAILED. Brace matching is one iterative left-to-right scan.
-3. Screen (:func:`screen_problem`): an answer longer than ``MAX_ANSWER_CHARS``, nested deeper than
-   ``MAX_NESTING``, with a power tower or a power above ``MAX_EXPONENT_DIGITS`` digits, or a factorial /
-   binomial / sum / product next to big numbers or powers is unreadable (PARTIAL) and never reaches sympy:
-   these are the inputs whose parsing or comparison blows up (measured: 16 nested parentheses take 1.8 s to parse;
-   ``9^{9^{9}}`` never finishes comparing).
-4. Compare (:func:`equivalent`): equal strings, two plain integers, equal plain numbers (``0.75``, ``3/4``,
-   ``\\frac{3}{4}``: exact fractions) and equal normal forms (math-verify's own LaTeX normalisation: ``$x$``,
-   ``\\dfrac``, ``\\left(``, units) are decided directly, without sympy; otherwise both sides
-   are wrapped as ``\\boxed{...}`` and read by ``math_verify.parse`` with LaTeX extraction only (its plain
-   expression extractor hands text to sympy's ``parse_expr``, which evaluates Python, so it is not used), then
-   ``math_verify.verify(gold, answer)``: ``\\frac{1}{2}`` = ``0.5`` = ``1/2``, intervals, sets, units stripped.
-   Parsed golds, parsed answers and verdicts are cached (golds repeat across a group of completions).
-5. Score: :meth:`MathTask.judge` (CORRECT / PARTIAL / FAILED with the r1_zero reward), and the reward functions
-   ``r1_zero`` (1.0 when the R1-Zero format holds and the answer is right, else 0.0) and ``math_shaped``
-   (1.1 / 0.2 / 0.1 / 0.0; see :func:`math_shaped_reward`).
+2. Extract the model's answer (:func:`extract`, with the shared readers of ``countdown_rl.tasks.extraction``): the
+   content of the last complete ``<answer>...</answer>`` pair (with a box inside it, the box's content); without
+   tags, the content of the last complete box. Nothing -> FAILED.
+3. Clean (:func:`clean_answer`, :func:`split_unit`): outer ``$`` and one sentence-ending ``.``, ``,`` or ``;``
+   dropped; ``\\text`` / ``\\mathrm`` around one symbol read as that symbol (``2\\mathrm{i}`` is ``2i``); a
+   trailing unit split off (both sides with a unit: the units must match as text); any other text command makes
+   the answer text, compared as text (``\\text{(C)}`` = ``(C)``), never dropped.
+4. Screen (:func:`screen_problem`): what a deadline cannot stop because it is computed in C (a power tower, huge
+   literal powers, factorials of big numbers), too long or too deep, is unreadable and never reaches sympy; sums
+   and symbolic exponents pass.
+5. Compare (:func:`verdict`): equal texts and plain numbers are decided without sympy; otherwise both sides are
+   normalised by math-verify's own normaliser (its unit stripping off: it drops any final ``\\text{...}``) and
+   parsed WHOLE by latex2sympy (not ``math_verify.parse``, whose regular expressions may read a prefix, and whose
+   plain expression extractor hands text to sympy's ``parse_expr``); a side that does not parse whole is never
+   equal. Then ``math_verify.verify(gold, answer)``. Parsed golds, parses and verdicts are cached.
+6. Score: :meth:`MathTask.judge` and the rewards ``r1_zero`` (1.0 when the R1-Zero format holds and the answer
+   is right, else 0.0) and ``math_shaped`` (1.1 / 0.2 / 0.1 / 0.0; see :func:`math_shaped_reward`).
 
-Time limit: math-verify's own timeouts use ``signal.alarm`` (whole seconds, one alarm per call, and a ValueError
-when called off the main thread), so they are switched off (``parsing_timeout=None``, ``timeout_seconds=None``)
-and one ``signal.setitimer`` deadline of ``timeout_seconds`` (option, default 2 s) covers parsing the answer and
-every comparison of one completion (a gold is parsed once, under a deadline of its own, retried up to
-``GOLD_ATTEMPTS`` times); a timeout counts as a wrong answer and is not cached. The deadline is armed
-only on the main thread and only when no other real-time timer is running; elsewhere (a worker thread) work is
-bounded by the screen of step 3 alone, which covers the known blow-ups but not every slow sympy path. TRL calls
-synchronous reward functions on the main thread; worker processes have one of their own.
+Time limit, in every thread and process: :func:`countdown_rl.tasks.deadline.run_with_deadline` (a watchdog thread
+that raises in the overrunning thread; math-verify's own ``signal.alarm`` timeouts are off) bounds parsing the
+gold (``GOLD_ATTEMPTS`` tries) and each comparison by ``timeout_seconds`` (option, default 2 s). A timeout is a
+wrong answer, not cached, and counted per batch in ``log_metric("math/timeouts", n)``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import random
-import signal
-import threading
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -54,25 +46,39 @@ from countdown_rl.tasks.base import (
     RewardFunc,
     Task,
     Verdict,
+    last_tag_content,
     score_batch,
+)
+from countdown_rl.tasks.deadline import run_with_deadline
+from countdown_rl.tasks.extraction import (
+    has_box_opening,
+    last_box,
+    last_boxed,
+    last_number,
+    strip_sentence_punctuation,
 )
 
 __all__ = [
     "DEFAULT_DATASET",
     "DEFAULT_TIMEOUT_SECONDS",
     "Extraction",
+    "MAX_FACTORIAL_DIGITS",
+    "MAX_POWER_PRODUCT",
     "GOLD_ATTEMPTS",
     "MAX_ANSWER_CHARS",
     "MAX_EXPONENT_DIGITS",
     "MAX_NESTING",
     "MALFORMED_ROWS_METRIC",
+    "TIMEOUTS_METRIC",
     "MathOptions",
     "MathTask",
     "REWARD_FUNCS",
+    "clean_answer",
     "equivalent",
     "extract",
     "generate_math",
     "gold_problem",
+    "has_box_opening",
     "last_boxed",
     "last_number",
     "math_r1_zero_reward",
@@ -80,10 +86,14 @@ __all__ = [
     "parse_level",
     "r1_zero_format",
     "screen_problem",
+    "split_unit",
+    "verdict",
 ]
 
 DEFAULT_DATASET = "DigitalLearningGmbH/MATH-lighteval"
 MALFORMED_ROWS_METRIC = "math/malformed_rows"
+TIMEOUTS_METRIC = "math/timeouts"
+"""``log_metric`` name for the number of comparisons in a batch that ran past their deadline (scored wrong)."""
 DEFAULT_TIMEOUT_SECONDS = 2.0
 """Per-completion deadline for parsing and comparing (main thread). Real MATH answers took at most 0.45 s on a
 first, cold parse in our measurements (a few ms once warm), so 2 s leaves a 4x margin and caps a 64-completion batch
@@ -95,99 +105,6 @@ MAX_NESTING = 6
 braces, 1.4 s at 8, 1.8 s at 16 parentheses). Real answers nest 3 deep (``\\left(\\frac{\\sqrt{3}}{2}, 1\\right)``)."""
 MAX_EXPONENT_DIGITS = 4
 """A power whose exponent holds a longer integer (or another power) is unreadable: sympy would expand it."""
-
-_BOX_COMMANDS = ("\\boxed", "\\fbox")
-_MAX_NUMBER_CHARS = 50  # the last-number rule ignores longer digit runs (no bignum work on model text)
-
-# --------------------------------------------------------------------------------------------------------------
-# Extraction (no sympy)
-# --------------------------------------------------------------------------------------------------------------
-
-
-def _closing_brace(text: str, open_index: int) -> int | None:
-    """Index of the ``}`` closing the ``{`` at ``open_index``, or None; one scan, backslash escapes skipped."""
-    depth = 0
-    i, n = open_index, len(text)
-    while i < n:
-        char = text[i]
-        if char == "\\":
-            i += 2  # \{ and \} are literal braces (set notation), not groups; \\ is a line break
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
-
-
-def _box_at(text: str, start: int, command: str) -> tuple[str | None, bool]:
-    """Read the box whose command starts at ``start``: (content or None when unclosed, whether it is a box)."""
-    i = start + len(command)
-    if i < len(text) and text[i].isalpha():  # \boxedanswer, \fboxsep: another command
-        return None, False
-    j = i
-    while j < len(text) and text[j] in " \t":
-        j += 1
-    if j < len(text) and text[j] == "{":
-        end = _closing_brace(text, j)
-        return (None if end is None else text[j + 1 : end]), True
-    if j > i and j < len(text) and command == "\\boxed":
-        # MATH's few "\boxed 5" answers: the token up to whitespace or the closing $.
-        k = j
-        while k < len(text) and not text[k].isspace() and text[k] != "$":
-            k += 1
-        if k > j:
-            return text[j:k], True
-    return None, False
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` or ``\\fbox{...}`` (braces matched), or None when it is missing or unclosed.
-
-    >>> last_boxed(r"so $\\boxed{\\frac{3}{4}}$, not \\boxed{1}... \\boxed{\\{1, 2\\}}")
-    '\\\\{1, 2\\\\}'
-    >>> last_boxed(r"\\boxed{\\frac{1}{2}") is None
-    True
-    """
-    return _last_box(text)[1]
-
-
-def _last_box(text: str) -> tuple[bool, str | None]:
-    """(whether the text has a box, the last box's content or None when it never closes)."""
-    # The last occurrence of each command; a look-alike (\boxedx, a bare \boxed) moves only its own search left,
-    # so each command's text is scanned once in all: O(len(text)) even for 20,000 bare "\boxed"s.
-    found = {command: text.rfind(command) for command in _BOX_COMMANDS}
-    while True:
-        command = max(found, key=found.__getitem__)
-        start = found[command]
-        if start < 0:
-            return False, None
-        content, is_box = _box_at(text, start, command)
-        if is_box:
-            return True, content  # the last box decides, even when it never closes (a truncated answer)
-        found[command] = text.rfind(command, 0, start)
-
-
-def has_box_opening(text: str) -> bool:
-    """Whether the text writes ``\\boxed{`` or ``\\fbox{`` (closed or not).
-
-    >>> has_box_opening(r"\\boxed{12"), has_box_opening("boxed{12}")
-    (True, False)
-    """
-    return "\\boxed{" in text or "\\fbox{" in text
-
-
-def _answer_tag(text: str) -> str | None:
-    """Content of the last complete ``<answer>...</answer>`` pair (``str.rfind``: linear), or None."""
-    end = text.rfind("</answer>")
-    if end < 0:
-        return None
-    start = text.rfind("<answer>", 0, end)
-    return None if start < 0 else text[start + len("<answer>") : end]
-
 
 _THINK_THEN_ANSWER = _regex(r"</think>\s*<answer>")
 
@@ -228,33 +145,97 @@ def extract(text: str) -> Extraction:
     Extraction(source='box', answer='7', formatted=False)
     """
     formatted = r1_zero_format(text)
-    tag = _answer_tag(text)
+    tag = last_tag_content(text)
     if tag is not None:
-        boxed, inner = _last_box(tag)
+        boxed, inner = last_box(tag)
         if boxed:  # a box inside the tags holds the answer; one that never closes leaves nothing readable
             return Extraction("tag", None if inner is None else inner.strip(), formatted)
-        return Extraction("tag", tag.strip(), formatted)
+        return Extraction("tag", tag, formatted)
     boxed = last_boxed(text)
     if boxed is not None:
         return Extraction("box", boxed.strip(), formatted)
     return Extraction("none", None, formatted)
 
 
-_LAST_NUMBER = _regex(r"(?<![0-9])-?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?")
+# --------------------------------------------------------------------------------------------------------------
+# Cleaning (no sympy): what the answer says, read the same way on both sides
+# --------------------------------------------------------------------------------------------------------------
+
+_TEXT_COMMANDS = (r"text|textrm|textit|textbf|textsf|texttt|textnormal|textup|mathrm|mathit|mathbf|mathsf|mathtt"
+                  r"|mathnormal|mbox|hbox")
+# \mathrm{e}, \text{ x }, \mathrm e, \text{10}: a text command around one symbol (a letter, or a plain number) is
+# that symbol, so "2\mathrm{i}" is 2i (not 2 with a unit dropped) and "\frac{1}{\text{x}}" is 1/x.
+_TEXT_SYMBOL = _regex(
+    rf"\\(?:{_TEXT_COMMANDS})(?![A-Za-z])\s*(?:\{{\s*([A-Za-z]|[0-9]+(?:\.[0-9]+)?)\s*\}}|\s([A-Za-z0-9])(?![A-Za-z0-9]))"
+)
+_TEXT_COMMAND = _regex(rf"\\(?:{_TEXT_COMMANDS})(?![A-Za-z])")
+# A trailing unit: "5\text{ cm}", "5\,\mbox{inches}", "3 \text{square feet}^2" (letters, spaces and dots only).
+_TEXT_UNIT = _regex(
+    rf"(?P<math>.*?[^\s\\])(?:\s|\\[,;:! ])*\\(?:{_TEXT_COMMANDS})\s*\{{\s*(?P<unit>[A-Za-z][A-Za-z .]*?)\s*\}}"
+    r"(?:\s*\^\s*\{?\s*[23]\s*\}?)?"
+)
+_BARE_UNIT = _regex(r"(?P<math>.*?[0-9}])\s+(?P<unit>[A-Za-z]{2,}(?: [A-Za-z]{2,})?)")
+_SPACES_RUN = _regex(r"\s+")
+_CHOICE = _regex(r"\(?([A-Za-z])\)?")
 
 
-def last_number(text: str) -> Fraction | None:
-    """The last number written in the text (ASCII digits; ``-``, decimals and ``1,000`` separators read), or None.
+@functools.lru_cache(maxsize=1)
+def _bare_units() -> frozenset[str]:
+    """math-verify's own list of unit words (its normaliser strips them; here they are compared instead)."""
+    from latex2sympy2_extended.math_normalization import units  # math-verify's (pinned) dependency
 
-    >>> last_number("x = 3, so 2x - 7 = -1.5 and 1,000 more"), last_number("no digits")
-    (Fraction(1000, 1), None)
+    return frozenset(units)
+
+
+def clean_answer(latex: str) -> str:
+    """The answer as written, without what is not part of it: outer ``$``, a sentence's final punctuation,
+    a text command around one symbol.
+
+    >>> [clean_answer(t) for t in ["$5$.", r"2\\mathrm{i}", r"\\frac{1}{\\text{x}}", r"\\mathrm e^3", r"\\text{(A)}"]]
+    ['5', '2i', '\\\\frac{1}{x}', 'e^3', '\\\\text{(A)}']
     """
-    last = None
-    for last in _LAST_NUMBER.finditer(text):
-        pass
-    if last is None or len(last.group()) > _MAX_NUMBER_CHARS:
-        return None
-    return Fraction(last.group().replace(",", ""))
+    s = strip_sentence_punctuation(latex)
+    if len(s) >= 2 and s.startswith("$") and s.endswith("$"):
+        s = strip_sentence_punctuation(s.strip("$"))
+    boxed, inner = last_box(s)
+    if boxed and inner is not None and s.startswith(("\\boxed", "\\fbox")) and s.endswith("}"):
+        if len(inner) == len(s) - s.index("{") - 2:  # the box is the whole answer: its content is
+            s = strip_sentence_punctuation(inner)
+    return _TEXT_SYMBOL.sub(lambda m: m[1] or m[2], s).strip()
+
+
+def _unit_key(unit: str) -> str:
+    key = _SPACES_RUN.sub(" ", unit.strip(" .")).lower()
+    for plural in ("es", "s"):
+        if key.endswith(plural) and len(key) > len(plural) + 1:
+            return key[: -len(plural)]
+    return key
+
+
+def split_unit(answer: str) -> tuple[str, str | None]:
+    """(the mathematical part, the trailing unit or None): ``5\\text{ cm}`` -> ('5', 'cm').
+
+    >>> split_unit(r"5\\text{ cm}^2"), split_unit("12 inches"), split_unit(r"2\\pi r"), split_unit(r"\\text{(A)}")
+    (('5', 'cm'), ('12', 'inch'), ('2\\\\pi r', None), ('\\\\text{(A)}', None))
+    """
+    match = _TEXT_UNIT.fullmatch(answer)
+    if match is not None:
+        return match["math"].strip(), _unit_key(match["unit"])
+    match = _BARE_UNIT.fullmatch(answer)
+    if match is not None:
+        word = match["unit"]
+        if word in _bare_units() or word.rstrip("s") in _bare_units() or word[:-2] in _bare_units():
+            return match["math"].strip(), _unit_key(word)
+    return answer, None
+
+
+def _text_key(answer: str) -> str:
+    """A text answer as compared: text commands and ``$`` dropped, spaces collapsed, case folded, ``(A)`` as ``a``."""
+    s = _TEXT_COMMAND.sub("", answer).replace("$", "")
+    s = s.replace("{", "").replace("}", "")
+    s = _SPACES_RUN.sub(" ", s).strip().casefold()
+    choice = _CHOICE.fullmatch(s)
+    return choice[1] if choice else s
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -262,7 +243,14 @@ def last_number(text: str) -> Fraction | None:
 # --------------------------------------------------------------------------------------------------------------
 
 _DIGIT_RUN = _regex(r"[0-9]+")
-_BIG_OPERATORS = _regex(r"(?<!\\)!|\\binom|\\dbinom|\\tbinom|\\choose|\\sum|\\prod")
+_FACTORIALS = _regex(r"(?<!\\)!|\\binom|\\dbinom|\\tbinom|\\choose")
+_NESTED_FACTORIAL = _regex(r"!\s*[)}\]]*\s*!")
+_SIDE_BY_SIDE = _regex(r"[0-9]\s+[0-9]")
+MAX_POWER_PRODUCT = 10**6
+"""The product of an answer's literal exponents above which it is unreadable (``(10^{9999})^{9999}`` would be a
+hundred-million-digit integer, computed in C where no deadline reaches); ``2^{1000}`` and ``x^{9999}`` pass."""
+MAX_FACTORIAL_DIGITS = 4
+"""A factorial or binomial next to a literal longer than this is unreadable (``100000!`` is computed in C)."""
 
 
 def _exponents(text: str) -> Iterator[str]:
@@ -273,18 +261,28 @@ def _exponents(text: str) -> Iterator[str]:
         while j < len(text) and text[j] == " ":
             j += 1
         if j < len(text) and text[j] == "{":
-            end = _closing_brace(text, j)
-            yield text[j + 1 :] if end is None else text[j + 1 : end]
+            depth, k = 0, j
+            while k < len(text):
+                depth += {"{": 1, "}": -1}.get(text[k], 0)
+                if depth == 0:
+                    break
+                k += 1
+            yield text[j + 1 : k]
         else:
             yield text[j : j + 1]
         i = text.find("^", i + 1)
 
 
 def screen_problem(answer: str) -> str | None:
-    """Why an answer is not handed to sympy (too long, too deep, too big to expand), or None when it may be.
+    """Why an answer is not handed to sympy (too long, too deep, too big to compute in C), or None when it may be.
 
-    >>> screen_problem(r"\\frac{2^{10}}{3}") is None, screen_problem("9^{9^{9}}")
-    (True, 'a power tower')
+    Only what a deadline cannot stop is refused: symbolic exponents, sums and products pass (sympy works on them
+    in Python, where the deadline reaches).
+
+    >>> screen_problem(r"\\frac{2^{10}}{3}") is None, screen_problem(r"\\sum_{k=0}^{n-1} F_k") is None
+    (True, True)
+    >>> screen_problem("9^{9^{9}}"), screen_problem("100000!")
+    ('a power tower', 'a factorial or binomial of a number over 4 digits')
     """
     if len(answer) > MAX_ANSWER_CHARS:
         return f"longer than {MAX_ANSWER_CHARS} characters"
@@ -297,15 +295,25 @@ def screen_problem(answer: str) -> str | None:
             depth -= 1
     if deepest > MAX_NESTING:
         return f"nested deeper than {MAX_NESTING}"
-    has_power = False
+    if _SIDE_BY_SIDE.search(answer):
+        return "two numbers side by side"  # latex2sympy reads "2 3" as 5
+    has_power, product = False, 1
     for exponent in _exponents(answer):
         has_power = True
         if "^" in exponent:
             return "a power tower"
-        if any(len(run) > MAX_EXPONENT_DIGITS for run in _DIGIT_RUN.findall(exponent)):
+        runs = _DIGIT_RUN.findall(exponent)
+        if any(len(run) > MAX_EXPONENT_DIGITS for run in runs):
             return f"an exponent over {MAX_EXPONENT_DIGITS} digits"
-    if _BIG_OPERATORS.search(answer) and (has_power or any(len(r) > 3 for r in _DIGIT_RUN.findall(answer))):
-        return "a factorial, binomial, sum or product of big numbers"
+        for run in runs:
+            product *= max(1, int(run))
+    if product > MAX_POWER_PRODUCT:
+        return f"powers whose exponents multiply past {MAX_POWER_PRODUCT:,}"
+    if _FACTORIALS.search(answer):
+        if any(len(run) > MAX_FACTORIAL_DIGITS for run in _DIGIT_RUN.findall(answer)):
+            return f"a factorial or binomial of a number over {MAX_FACTORIAL_DIGITS} digits"
+        if has_power or _NESTED_FACTORIAL.search(answer):
+            return "a factorial or binomial of a power or of a factorial"
     return None
 
 
@@ -314,38 +322,8 @@ def screen_problem(answer: str) -> str | None:
 # --------------------------------------------------------------------------------------------------------------
 
 
-class _Deadline(BaseException):
-    """Raised by the SIGALRM handler. A BaseException, so math-verify's ``except Exception`` cannot swallow it."""
-
-
-def _on_alarm(signum: int, frame: Any) -> None:
-    raise _Deadline()
-
-
-@contextlib.contextmanager
-def _deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`_Deadline` inside the block after ``seconds`` (main thread, no other timer armed), else no limit."""
-    if (
-        seconds <= 0
-        or not hasattr(signal, "setitimer")
-        or threading.current_thread() is not threading.main_thread()
-        or signal.getitimer(signal.ITIMER_REAL)[0] > 0  # someone else's timer (an outer deadline): keep theirs
-    ):
-        yield
-        return
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        finally:  # restored even when the alarm fires between the block's end and the disarm above
-            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
-
-
 class _DropDisabledTimeoutWarning(logging.Filter):
-    """math-verify warns once that its timeouts are off; here the deadline above replaces them."""
+    """math-verify warns once that its timeouts are off; here the deadline of run_with_deadline replaces them."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "Timeout is disabled" not in record.getMessage()
@@ -359,39 +337,34 @@ def _math_verify() -> Any:
     for name in ("math_verify.parser", "math_verify.grader"):
         logging.getLogger(name).addFilter(_DropDisabledTimeoutWarning())
     # One small parse and symbolic comparison now, outside any deadline: sympy imports some modules on first use,
-    # and an import cut short by the alarm would leave them half-initialised.
-    config = [math_verify.LatexExtractionConfig()]
-    math_verify.verify(math_verify.parse("\\boxed{x+1}", config, parsing_timeout=None),
-                       math_verify.parse("\\boxed{(1+x)^1}", config, parsing_timeout=None), timeout_seconds=None)
+    # and an import cut short by the deadline would leave them half-initialised.
+    _verify.__wrapped__("x+1", "(1+x)^1", math_verify)
     return math_verify
 
 
 @functools.lru_cache(maxsize=1)
-def _latex_only() -> tuple[Any, ...]:
-    return (_math_verify().LatexExtractionConfig(),)
+def _normalization() -> Any:
+    """math-verify's LaTeX normalisation, minus its unit stripping (it drops any final ``\\text{...}``, also
+    ``\\frac{1}{\\text{x}}``'s, leaving ``\\frac{1}{``): units are split off and compared by :func:`split_unit`."""
+    from latex2sympy2_extended.latex2sympy2 import NormalizationConfig
+
+    return NormalizationConfig(basic_latex=True, units=False, malformed_operators=True, nits=True, boxed="last",
+                               equations=False)
 
 
 _SPACES = _regex(r"(?<![A-Za-z])\s+|\s+(?![A-Za-z])")  # spaces next to a non-letter (kept: "\pi r" is not "\pir")
 
 
-@functools.lru_cache(maxsize=1)
-def _boxed_normalization() -> Any:
-    return replace(_latex_only()[0].normalization_config, boxed="last")
-
-
 @functools.lru_cache(maxsize=65536)
 def _canonical(latex: str) -> str:
-    """The LaTeX math-verify would parse for ``\\boxed{latex}`` (its own normalisation), insignificant spaces dropped.
-
-    Equal canonical forms are equal answers without parsing: ``$x$``, ``\\displaystyle x``, ``\\dfrac`` /
-    ``\\frac``, ``\\left( \\right)``, units and ``\\$`` all normalise alike. Regular expressions over <= 300
-    characters (about 0.1 ms).
+    """The LaTeX math-verify would parse for ``latex`` (its own normalisation, units kept), insignificant spaces
+    dropped. Equal canonical forms are equal answers without parsing: ``\\displaystyle x``, ``\\dfrac`` /
+    ``\\frac``, ``\\left( \\right)`` all normalise alike. Regular expressions over <= 300 characters (~0.1 ms).
     """
     from latex2sympy2_extended.latex2sympy2 import normalize_latex  # math-verify's own (pinned) dependency
 
-    _math_verify()
     try:
-        normalized = normalize_latex("\\boxed{" + latex + "}", config=_boxed_normalization())
+        normalized = normalize_latex("\\boxed{" + latex + "}", config=_normalization())
     except Exception:  # noqa: BLE001 - a normaliser failure only loses the shortcut
         return latex
     return _SPACES.sub("", normalized)
@@ -399,10 +372,21 @@ def _canonical(latex: str) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _parse(latex: str) -> tuple[Any, ...]:
-    """math-verify's reading of one screened answer or gold (sympy value first, then its string), cached."""
-    mv = _math_verify()
-    # Wrapped in \boxed{} so bare LaTeX ("\frac{1}{2}", "x \in [2, 5)") is found by the LaTeX extractor.
-    return tuple(mv.parse("\\boxed{" + latex + "}", extraction_config=_latex_only(), parsing_timeout=None))
+    """The sympy value of the WHOLE normalised answer, or () when it does not parse whole (cached).
+
+    latex2sympy is called directly: math-verify's ``parse`` would search the text with regular expressions (a
+    part of it may match: ``\\frac{1}{2}]`` reads as 1/2) and retry the last ``=`` part after a failure.
+    """
+    from latex2sympy2_extended.latex2sympy2 import latex2sympy, normalize_latex
+    from math_verify.grader import should_treat_as_complex
+
+    normalized = normalize_latex("\\boxed{" + latex + "}", config=_normalization())
+    try:
+        value = latex2sympy(normalized, is_real=not should_treat_as_complex(normalized), convert_degrees=False,
+                            normalization_config=None)
+    except Exception:  # noqa: BLE001 - the parser's syntax errors: not parsed whole
+        return ()
+    return () if value is None else (value,)
 
 
 GOLD_ATTEMPTS = 3
@@ -411,27 +395,28 @@ _gold_timeouts: dict[str, int] = {}  # only golds that overran: a handful
 
 
 def _parsed_gold(gold: str, timeout_seconds: float) -> tuple[Any, ...] | None:
-    """The parsed gold (cached), or None when it is screened out, overran its deadline, or gave up after retries."""
+    """The parsed gold (cached), or None when it is screened out, does not parse whole, overran its deadline, or
+    gave up after retries."""
     if screen_problem(gold) is not None or _gold_timeouts.get(gold, 0) >= GOLD_ATTEMPTS:
         return None
     _math_verify()  # imported before any deadline is armed
-    try:
-        with _deadline(timeout_seconds):
-            return _parse(gold)
-    except _Deadline:
+    finished, parsed = run_with_deadline(_parse, timeout_seconds, gold)
+    if not finished:
         # Retried (a cold start or a loaded machine can overrun once) but not forever: one slow gold must not
         # cost a deadline for every completion of the run.
         _gold_timeouts[gold] = _gold_timeouts.get(gold, 0) + 1
         return None
+    return parsed or None
 
 
 @functools.lru_cache(maxsize=65536)
-def _verify(gold: str, answer: str) -> bool:
-    """math-verify's verdict on a parsed gold (cached by ``_parse``) and answer; only completed verdicts are cached."""
+def _verify(gold: str, answer: str, mv: Any = None) -> bool:
+    """math-verify's verdict on two whole parses (cached); only completed verdicts are cached."""
+    mv = mv or _math_verify()
     gold_value, answer_value = _parse(gold), _parse(answer)
     if not gold_value or not answer_value:
-        return False
-    return bool(_math_verify().verify(list(gold_value), list(answer_value), timeout_seconds=None))
+        return False  # either side not parsed whole: never equal (equal texts were decided before)
+    return bool(mv.verify(list(gold_value), list(answer_value), timeout_seconds=None))
 
 
 _PLAIN_INT = _regex(r"-?[0-9]{1,15}")
@@ -457,42 +442,75 @@ def _simple_number(text: str) -> Fraction | None:
     return -value if sign else value
 
 
+RIGHT, WRONG, TIMEOUT = "right", "wrong", "timeout"
+_LETTER = _regex(r"[A-Za-z]")
+_COMMAND_NAME = _regex(r"\\[A-Za-z]+")
+
+
+def _number_shortcut(answer: str, gold: str) -> str | None:
+    """RIGHT / WRONG where equal texts or plain numbers decide without sympy, else None."""
+    if answer == gold:
+        return RIGHT
+    if _PLAIN_INT.fullmatch(answer) and _PLAIN_INT.fullmatch(gold):
+        return RIGHT if int(answer) == int(gold) else WRONG  # what math-verify concludes too, without sympy
+    answer_number = _simple_number(answer)
+    if answer_number is not None and answer_number == _simple_number(gold):
+        return RIGHT  # 0.75 = 3/4 = \frac{3}{4} exactly; unequal values still go to math-verify (it rounds floats)
+    return None
+
+
+def verdict(answer: str, gold: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> str:
+    """``"right"``, ``"wrong"`` or ``"timeout"`` (a comparison that ran past its deadline: wrong, and counted).
+
+    >>> verdict("5.", "5"), verdict(r"2\\mathrm{i}", "2"), verdict(r"5\\text{ cm}", r"5\\text{ m}")
+    ('right', 'wrong', 'wrong')
+    """
+    answer, gold = clean_answer(answer), clean_answer(gold)
+    if not answer or not gold:
+        return WRONG
+    shortcut = _number_shortcut(answer, gold)
+    if shortcut is not None:
+        return shortcut
+    (answer, answer_unit), (gold, gold_unit) = split_unit(answer), split_unit(gold)
+    if answer_unit is not None and gold_unit is not None and answer_unit != gold_unit:
+        return WRONG  # both name a unit: it is part of the answer (one side alone: MATH's golds often omit it)
+    shortcut = _number_shortcut(answer, gold)
+    if shortcut is not None:
+        return shortcut
+    if "=" in answer and "=" not in gold and not _LETTER.search(_COMMAND_NAME.sub("", answer.partition("=")[0])):
+        return WRONG  # "3 = 5" is no answer of 5: only a variable's equation ("x = 5") names its value
+    if _TEXT_COMMAND.search(answer) or _TEXT_COMMAND.search(gold):
+        # Words are compared as text (\text{(A)} = (A), \text{Sunday} = sunday), never dropped or read as symbols.
+        return RIGHT if _text_key(answer) == _text_key(gold) else WRONG
+    if screen_problem(answer) is not None:
+        return WRONG
+    if _canonical(answer) == _canonical(gold):
+        return RIGHT
+    if _parsed_gold(gold, timeout_seconds) is None:  # the gold first, under a deadline of its own
+        return WRONG
+    finished, right = run_with_deadline(_verify, timeout_seconds, gold, answer)
+    if not finished:
+        return TIMEOUT  # not cached: a timeout under load must not stick
+    return RIGHT if right else WRONG
+
+
 def equivalent(answer: str, gold: str, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> bool:
-    """Whether ``answer`` equals ``gold`` (both LaTeX): math-verify's verdict, with the shortcuts of step 4.
+    """Whether ``answer`` equals ``gold`` (both LaTeX): :func:`verdict` is ``"right"``.
 
     >>> equivalent("0.5", r"\\frac{1}{2}"), equivalent("1/2", r"\\dfrac12"), equivalent("(1, 2]", "(1,2)")
     (True, True, False)
     """
-    answer, gold = answer.strip(), gold.strip()
-    if not answer or not gold:
-        return False
-    if answer == gold:
-        return True
-    if _PLAIN_INT.fullmatch(answer) and _PLAIN_INT.fullmatch(gold):
-        return int(answer) == int(gold)  # what math-verify concludes too, without sympy
-    if _simple_number(answer) is not None and _simple_number(answer) == _simple_number(gold):
-        return True  # 0.75 = 3/4 = \frac{3}{4} exactly; unequal values still go to math-verify (it rounds floats)
-    if screen_problem(answer) is not None:
-        return False
-    if _canonical(answer) == _canonical(gold):
-        return True
-    if _parsed_gold(gold, timeout_seconds) is None:  # the gold first, under a deadline of its own
-        return False
-    try:
-        with _deadline(timeout_seconds):
-            return _verify(gold, answer)
-    except _Deadline:
-        return False  # not cached: a timeout under load must not stick
+    return verdict(answer, gold, timeout_seconds=timeout_seconds) == RIGHT
 
 
 def _gold_number(gold: str, timeout_seconds: float) -> Fraction | None:
     """The gold as an exact number (for the last-number rule), or None when it is not a plain number."""
-    simple = _simple_number(gold.strip())
+    simple = _simple_number(clean_answer(gold))
     if simple is not None:
         return simple
     import sympy
 
-    for value in _parsed_gold(gold.strip(), timeout_seconds) or ():
+    for value in _parsed_gold(split_unit(clean_answer(gold))[0], timeout_seconds) or ():
         if isinstance(value, sympy.Rational):
             return Fraction(int(value.p), int(value.q))
         if isinstance(value, sympy.Float):
@@ -572,10 +590,13 @@ def math_r1_zero_reward(
     """
     formats: list[float] = []
     answers: list[float] = []
+    timeouts = [0]
 
     def score(_index: int, text: str, row: dict[str, Any]) -> float:
         found = extract(text)
-        right = found.answer is not None and equivalent(found.answer, row["gold"], timeout_seconds=timeout_seconds)
+        result = WRONG if found.answer is None else verdict(found.answer, row["gold"], timeout_seconds=timeout_seconds)
+        timeouts[0] += result == TIMEOUT
+        right = result == RIGHT
         formats.append(float(found.formatted))
         answers.append(float(right))
         return 1.0 if found.formatted and right else 0.0
@@ -585,9 +606,11 @@ def math_r1_zero_reward(
         "math_r1_zero_reward", completions, {"gold": gold}, lambda row: gold_problem(row["gold"]), score,
         log_metric=log_metric, malformed_metric=MALFORMED_ROWS_METRIC,
     )
-    if callable(log_metric) and formats:
-        log_metric("math/format_reward", _mean(formats))
-        log_metric("math/answer_reward", _mean(answers))
+    if callable(log_metric):
+        log_metric(TIMEOUTS_METRIC, timeouts[0])
+        if formats:
+            log_metric("math/format_reward", _mean(formats))
+            log_metric("math/answer_reward", _mean(answers))
     return rewards
 
 
@@ -608,21 +631,28 @@ def math_shaped_reward(
     [1.1, 0.1, 0.1, 0.2, 0.0]
     """
 
+    timeouts = [0]
+
     def score(_index: int, text: str, row: dict[str, Any]) -> float:
         boxed = last_boxed(text)
         if boxed is not None:
-            right = equivalent(boxed, row["gold"], timeout_seconds=timeout_seconds)
-            return 1.1 if right else 0.1
+            result = verdict(boxed, row["gold"], timeout_seconds=timeout_seconds)
+            timeouts[0] += result == TIMEOUT
+            return 1.1 if result == RIGHT else 0.1
         reward = 0.1 if has_box_opening(text) else 0.0
         number = last_number(text)
         if number is not None and number == _gold_number(row["gold"].strip(), timeout_seconds):
             reward += 0.1
         return round(reward, 1)  # 0.1 + 0.1 is 0.2, not 0.20000000000000001
 
-    return score_batch(
+    log_metric = kwargs.get("log_metric")
+    rewards = score_batch(
         "math_shaped_reward", completions, {"gold": gold}, lambda row: gold_problem(row["gold"]), score,
-        log_metric=kwargs.get("log_metric"), malformed_metric=MALFORMED_ROWS_METRIC,
+        log_metric=log_metric, malformed_metric=MALFORMED_ROWS_METRIC,
     )
+    if callable(log_metric):
+        log_metric(TIMEOUTS_METRIC, timeouts[0])
+    return rewards
 
 
 REWARD_FUNCS: dict[str, RewardFunc] = {"r1_zero": math_r1_zero_reward, "math_shaped": math_shaped_reward}

@@ -3,7 +3,8 @@
 A completion is scored in four steps:
 
 1. Extract: the equation is the text inside the LAST complete ``<answer>...</answer>`` pair (found with
-   ``str.rfind``, so O(len(text)); tags are case-sensitive). No complete pair -> outcome FAILED, reward 0.0.
+   ``str.rfind``, so O(len(text)); tags are case-sensitive), less one sentence-ending ``.``, ``,`` or ``;``.
+   No complete pair -> outcome FAILED, reward 0.0.
 2. Numbers: the ASCII digit runs of the equation must use the puzzle's numbers -- each exactly once (rule
    ``"exact"``, the Countdown rule) or each at most once (rule ``"subset"``, the original assignment's rule).
 3. Evaluate: a whitelist check, a tokenizer and an explicit-stack shunting-yard parser accept only non-negative
@@ -39,6 +40,7 @@ from re import compile as _regex  # aliased: the package's safety hook flags any
 from typing import Any
 
 from countdown_rl.tasks.base import Outcome, last_tag_content  # outcomes are shared by every task
+from countdown_rl.tasks.extraction import strip_sentence_punctuation
 
 __all__ = [
     "CORRECT_REWARD",
@@ -122,16 +124,18 @@ class Score:
 
 
 def extract_answer(text: Any) -> str | None:
-    """Content of the last complete ``<answer>...</answer>`` pair, stripped of ASCII whitespace, else None.
+    """Content of the last complete ``<answer>...</answer>`` pair, stripped of ASCII whitespace and of one
+    sentence-ending ``.``, ``,`` or ``;`` (the sentence's, not the equation's), else None.
 
-    >>> extract_answer("<think>try 1+2</think> <answer> (65 - 7) - 7 </answer>")
+    >>> extract_answer("<think>try 1+2</think> <answer> (65 - 7) - 7. </answer>")
     '(65 - 7) - 7'
     >>> extract_answer("<answer>1 + 2</answer> then <answer>3 * 4</answer>")
     '3 * 4'
     >>> extract_answer("<answer>1 + 2") is None
     True
     """
-    return last_tag_content(text, _OPEN_TAG, _CLOSE_TAG)
+    content = last_tag_content(text, _OPEN_TAG, _CLOSE_TAG)
+    return None if content is None else strip_sentence_punctuation(content)
 
 
 def _literals(equation: Any) -> list[int] | None:
