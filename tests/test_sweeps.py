@@ -9,7 +9,8 @@
    finished run, resumes the interrupted one from its checkpoint, records a failing run with its error and goes
    on; progress lines name run i of n and the step.
 4. SLURM: the sbatch script (array size, requeue on exit 75, the signal, the settings) is valid bash, and running
-   it as array task I runs exactly run I (SLURM's ``scontrol`` is cut at its boundary: a stub records the call).
+   it as array task I runs exactly run I (SLURM's ``srun`` and ``scontrol`` are cut at their boundary: stubs run the
+   step and record the call). On a real SLURM: tests/test_slurm.py.
 5. The report: its table equals the numbers in the runs' own files; the figures are valid PNGs.
 """
 
@@ -72,6 +73,9 @@ BAD_SPECS = {
     "bad-seeds": ({"axes": {"beta": [0.0]}, "seeds": []}, ["seeds: must be a non-empty list of integers"]),
     "override-is-axis": ({"axes": {"beta": [0.0]}, "overrides": {"beta": 0.1}}, ["overrides.beta: also an axis"]),
     "slurm-key": ({"axes": {"beta": [0.0]}, "slurm": {"gpus": 1}}, ["slurm.gpus: unknown"]),
+    "slurm-time": ({"axes": {"beta": [0.0]}, "slurm": {"time": "4h"}}, ["slurm.time: not a SLURM time", "'4h'"]),
+    "signal-after-limit": ({"axes": {"beta": [0.0]}, "slurm": {"time": "00:05:00"}},
+                           ["slurm.signal_seconds: 600 s is not less than slurm.time 00:05:00 (300 s)"]),
     "rejected-value": ({"axes": {"algorithm": ["grpo", "ppo"]}}, ["run 'algorithm=ppo,seed=42'", "algorithm", "ppo"]),
     "rejected-type": ({"axes": {"beta": [0.0, "lots"]}}, ["run 'beta=lots,seed=42'", "beta", "lots"]),
     "rejected-combination": ({"axes": {"num_generations": [4, 3]}}, ["run 'num_generations=3,seed=42'",
@@ -300,6 +304,29 @@ def test_index_out_of_range_is_one_line(swept, capsys, monkeypatch):
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def test_the_slurm_script_signals_the_step_and_requeues_after_the_time_limit(tmp_path, monkeypatch):
+    """The early signal goes to a job step (srun), the shell outlives the time limit's SIGTERM to requeue, a scancel is
+    not requeued; TERM is the default under accelerate_config (torchrun forwards it)."""
+    monkeypatch.chdir(tmp_path)
+    base = tmp_path / "base.yaml"
+    base.write_text(SMOKE.read_text())
+    accelerate = tmp_path / "acc.yaml"
+    accelerate.write_text("distributed_type: NO\n")
+    plain = parse_spec(write_spec(tmp_path, {"base": str(base), "axes": {"beta": [0.0, 0.1]},
+                                             "slurm": {"time": "00:03:00", "signal_seconds": 120}}, "p.yaml"),
+                       known_keys={"beta"})
+    lines = slurm_script(plain, expand(plain)).splitlines()
+    assert "#SBATCH --signal=USR1@120" in lines and "#SBATCH --array=0-1" in lines
+    step = next(i for i, line in enumerate(lines) if line.startswith("srun --ntasks=1 countdown-rl sweep"))
+    assert lines[step - 1] == "trap 'term=1' TERM" and lines[step + 1] == "code=$?"
+    assert "grep -q 'Reason=TimeLimit'" in "\n".join(lines[step:])
+    assert "    scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"" in lines
+    under = parse_spec(write_spec(tmp_path, {"base": str(base), "axes": {"beta": [0.0]},
+                                             "accelerate_config": str(accelerate)}, "a.yaml"), known_keys={"beta"})
+    assert "#SBATCH --signal=TERM@600" in slurm_script(under, expand(under)).splitlines()
+    assert subprocess.run(["bash", "-n"], input=slurm_script(plain, expand(plain)), text=True).returncode == 0
+
+
 @pytest.mark.slow
 def test_the_slurm_script_is_a_job_array_that_requeues(swept, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(swept["tmp"])
@@ -312,16 +339,20 @@ def test_the_slurm_script_is_a_job_array_that_requeues(swept, tmp_path, monkeypa
     assert script == slurm_script(parse_spec(path), expand(parse_spec(path)))
     for line in ["#SBATCH --array=0-5%2", "#SBATCH --partition=gpu", "#SBATCH --time=04:00:00",
                  "#SBATCH --gpus-per-task=1", "#SBATCH --cpus-per-task=8", "#SBATCH --signal=USR1@600",
-                 "#SBATCH --requeue", "#SBATCH --constraint=h100", "source .venv/bin/activate",
-                 f"countdown-rl sweep {path.resolve()} --index \"$SLURM_ARRAY_TASK_ID\""]:
+                 "#SBATCH --requeue", "#SBATCH --open-mode=append", "#SBATCH --constraint=h100",
+                 "source .venv/bin/activate", "trap 'term=1' TERM",
+                 f"srun --ntasks=1 --cpus-per-task=8 countdown-rl sweep {path.resolve()} --index "
+                 "\"$SLURM_ARRAY_TASK_ID\""]:
         assert line in script.splitlines(), line
     assert subprocess.run(["bash", "-n", str(swept["root"] / "sweep.sbatch")]).returncode == 0
 
-    # Run it as SLURM would run array task 3, with the two SLURM tools it calls cut at their boundary: `scontrol`
-    # is a stub recording its arguments; `countdown-rl` is the real one (run 3 is finished, so it is skipped).
+    # Run it as SLURM would run array task 3, with the SLURM tools it calls cut at their boundary: `scontrol` is a
+    # stub recording its arguments, `srun` one running its command; `countdown-rl` is the real one (run 3 is
+    # finished, so it is skipped).
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/scontrol.log\n")
+    (bin_dir / "srun").write_text("#!/bin/bash\nwhile [[ $1 == --* ]]; do shift; done\nexec \"$@\"\n")
     (bin_dir / "countdown-rl").write_text(f"#!/bin/sh\nexec {sys.executable} -m countdown_rl.cli \"$@\"\n")
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)

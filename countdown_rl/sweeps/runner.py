@@ -7,8 +7,12 @@
    console shows ``[sweep i/n name] step k/N ...``. A signal (SIGTERM, SIGINT, SIGUSR1) is passed to the run in
    flight, which saves a checkpoint; the sweep then stops with exit code 75, like ``train``.
 2. Or on a cluster (:func:`slurm_script`): a SLURM job array, one task per run, each running
-   ``countdown-rl sweep SPEC --index $SLURM_ARRAY_TASK_ID`` (through ``accelerate launch`` when the spec names an
-   ``accelerate_config``); exit 75 requeues the task. We write the sbatch script; SLURM schedules.
+   ``srun countdown-rl sweep SPEC --index $SLURM_ARRAY_TASK_ID`` (through ``accelerate launch`` when the spec names
+   an ``accelerate_config``). The task is a job step (``srun``) because SLURM sends ``--signal`` to job steps, not to
+   the batch shell. The shell traps SIGTERM, which the time limit sends to every process of the job, so it outlives
+   the run and requeues the task after the run's exit 75 (checkpoint saved) both after the early signal and after
+   the time limit's SIGTERM; a ``scancel`` (SIGTERM, not the time limit) is not requeued. The requeued task resumes
+   from the run's newest complete checkpoint. We write the sbatch script; SLURM schedules.
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
             echo: bool = False) -> tuple[int, list[str]]:
     """Run (or resume) one run in a child process; its output is appended to ``<run>/train.log``. Returns the exit
     code and the output's last lines. A signal to this process is passed on to the child, which saves a
-    checkpoint and exits 75."""
+    checkpoint and exits 75; a child that a signal killed before it could handle one (SLURM signals every process
+    of a job step, the child included, also while it starts) counts as interrupted (75): it resumes from its newest
+    complete checkpoint, if any."""
     run.output_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, PROGRESS_ENV: f"{run.index + 1}/{total} {run.name}", "PYTHONUNBUFFERED": "1"}
     recent: deque[str] = deque(maxlen=200)  # the output's tail, for the error line of a failed run
@@ -69,8 +75,10 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
         child = subprocess.Popen(train_command(run, accelerate_config), stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, env=env, errors="replace")
         forwarded = {}
+        received = []
 
         def forward(signum, _frame):
+            received.append(signum)
             if child.poll() is None:
                 child.send_signal(signum)
 
@@ -85,7 +93,11 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
                     print(line, end="", flush=True)
                 elif progress >= 0:
                     print(line[progress:], end="", flush=True)
-            return child.wait(), list(recent)
+            code = child.wait()
+            if code < 0 and (-code in received or -code in forwarded):
+                recent.append(f"stopped by {signal.Signals(-code).name} before it could save a checkpoint")
+                code = EXIT_INTERRUPTED
+            return code, list(recent)
         finally:
             for sig, handler in forwarded.items():
                 signal.signal(sig, handler)
@@ -133,11 +145,47 @@ def run_local(spec: SweepSpec, runs: Sequence[SweepRun], *, only: Sequence[int] 
 # --------------------------------------------------------------------------------------------------------------
 
 
+def slurm_signal(spec: SweepSpec) -> str:
+    """The early signal's name: the spec's ``slurm.signal``, else TERM under ``accelerate_config`` (torchrun, which
+    ``accelerate launch`` runs for several processes, forwards SIGTERM to its workers but dies of SIGUSR1) and USR1
+    for a plain process."""
+    return spec.slurm.get("signal", "TERM" if spec.accelerate_config else "USR1")
+
+
+def requeue_lines(run: str, job: str) -> list[str]:
+    """Bash lines that run the job step ``run`` with the shell kept alive through SIGTERM, then requeue ``job`` when
+    the step exits 75, unless the SIGTERM was a ``scancel`` (the job's reason is then not ``TimeLimit``).
+
+    Bash runs a trap only once the foreground command has ended, so the step finishes its checkpoint first (``srun``
+    waits for its tasks); SIGKILL follows SIGTERM after the cluster's ``KillWait`` (30 s by default).
+
+    >>> requeue_lines("srun countdown-rl train --config r.yaml --resume true", "$SLURM_JOB_ID")[2:4]
+    ["trap 'term=1' TERM", 'srun countdown-rl train --config r.yaml --resume true']
+    """
+    return [
+        "# The time limit sends SIGTERM to every process of the job, this shell included: trap it, so the shell",
+        "# outlives the run (which saves a checkpoint and exits 75) and can requeue the job.",
+        "trap 'term=1' TERM",
+        run,
+        "code=$?",
+        f"if [ \"$code\" -eq {EXIT_INTERRUPTED} ]; then",
+        "  # interrupted with a checkpoint saved: back in the queue (the requeued job resumes), except after a scancel",
+        f"  if [ -z \"${{term:-}}\" ] || scontrol show job \"$SLURM_JOB_ID\" | grep -q 'Reason=TimeLimit'; then",
+        f"    scontrol requeue \"{job}\"",
+        "  else",
+        "    echo \"cancelled (SIGTERM before the time limit): not requeued; resubmit to go on\" >&2",
+        "  fi",
+        "fi",
+        "exit \"$code\"",
+    ]
+
+
 def slurm_script(spec: SweepSpec, runs: Sequence[SweepRun], *, executable: str = "countdown-rl") -> str:
     """An sbatch script: a job array with one task per run, each running its run through ``sweep --index``.
 
-    The task's time limit sends SIGUSR1 ``signal_seconds`` before the end (``train`` saves a checkpoint and exits
-    75) and a task that exits 75 requeues itself; the requeued task resumes from that checkpoint.
+    The task runs as a job step (``srun``), which gets the early signal (:func:`slurm_signal`) ``signal_seconds``
+    before the time limit: ``train`` saves a checkpoint and exits 75, and the task requeues itself. The same when
+    the time limit's SIGTERM comes first (:func:`requeue_lines`). The requeued task resumes from that checkpoint.
     """
     s = spec.slurm
     root = spec.output_root.resolve()
@@ -149,7 +197,8 @@ def slurm_script(spec: SweepSpec, runs: Sequence[SweepRun], *, executable: str =
         f"#SBATCH --job-name={spec.name}",
         f"#SBATCH --array={array}",
         f"#SBATCH --output={root}/slurm/%A_%a.out",
-        f"#SBATCH --signal={s.get('signal', 'USR1')}@{s.get('signal_seconds', 600)}",
+        "#SBATCH --open-mode=append",
+        f"#SBATCH --signal={slurm_signal(spec)}@{s.get('signal_seconds', 600)}",
         "#SBATCH --requeue",
         "#SBATCH --ntasks=1",
     ]
@@ -161,16 +210,14 @@ def slurm_script(spec: SweepSpec, runs: Sequence[SweepRun], *, executable: str =
     lines += [f"#SBATCH {arg}" for arg in s.get("sbatch_args", [])]
     lines += ["", "set -uo pipefail", f"cd {shlex.quote(str(Path.cwd()))}"]
     lines += list(s.get("setup", []))
+    # srun does not pass the job's --cpus-per-task on to the step (SLURM >= 22.05): name it again.
+    step = "srun --ntasks=1" + (f" --cpus-per-task={s['cpus_per_task']}" if "cpus_per_task" in s else "")
     lines += [
         "",
         "# The array index is the run's index in sweep.json (the run table: countdown-rl sweep SPEC --dry_run).",
-        f"{executable} sweep {shlex.quote(str(spec.path.resolve()))} --index \"$SLURM_ARRAY_TASK_ID\"",
-        "code=$?",
-        f"if [ \"$code\" -eq {EXIT_INTERRUPTED} ]; then",
-        "  # interrupted with a checkpoint saved: back in the queue, the requeued task resumes",
-        "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"",
-        "fi",
-        "exit \"$code\"",
+        "# A job step (srun), because SLURM sends the early signal to job steps, not to this shell.",
+        *requeue_lines(f"{step} {executable} sweep {shlex.quote(str(spec.path.resolve()))} "
+                       f"--index \"$SLURM_ARRAY_TASK_ID\"", "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"),
         "",
     ]
     return "\n".join(lines)

@@ -45,8 +45,8 @@ SLURM_KEYS = {
     "cpus_per_task": "SBATCH --cpus-per-task",
     "mem": "SBATCH --mem (e.g. 64G)",
     "max_parallel": "array tasks running at once (the %N of --array)",
-    "signal": "the signal SLURM sends before the time limit: USR1 (default) or TERM (with accelerate_config: "
-              "torchrun forwards TERM, not USR1)",
+    "signal": "the signal SLURM sends to the run before the time limit: USR1 or TERM (default: USR1, TERM with "
+              "accelerate_config: torchrun forwards TERM, not USR1)",
     "signal_seconds": "seconds before the time limit that SLURM sends the signal (default 600): a checkpoint is "
                       "saved",
     "sbatch_args": "more #SBATCH lines, verbatim (a list of strings)",
@@ -217,6 +217,15 @@ def parse_spec(path: str | Path, *, known_keys: set[str] | None = None) -> Sweep
         if key in ("max_parallel", "signal_seconds", "nodes", "gpus_per_task", "cpus_per_task") and (
                 not isinstance(value, int) or isinstance(value, bool) or value <= 0):
             raise SweepError(f"{path}: slurm.{key}: must be a positive integer, got {value!r}")
+    if "time" in slurm:
+        limit = slurm_seconds(slurm["time"])
+        if limit is None:
+            raise SweepError(f"{path}: slurm.time: not a SLURM time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or "
+                             f"D-HH:MM:SS), got {slurm['time']!r}")
+        lead = slurm.get("signal_seconds", 600)
+        if lead >= limit:
+            raise SweepError(f"{path}: slurm.signal_seconds: {lead} s is not less than slurm.time {slurm['time']} "
+                             f"({limit} s): the signal would come at once; lower signal_seconds")
     label_axes = raw.get("label_axes", list(axes))
     if not isinstance(label_axes, list) or not label_axes or any(k not in axes for k in label_axes):
         raise SweepError(f"{path}: label_axes: must be a non-empty list of the axes {list(axes)}, got {label_axes!r}")
@@ -228,6 +237,23 @@ def parse_spec(path: str | Path, *, known_keys: set[str] | None = None) -> Sweep
     if len(set(labels)) != len(labels):
         raise SweepError(f"{path}: label_axes: {label_axes} do not tell every point apart; add an axis")
     return spec
+
+
+def slurm_seconds(value: Any) -> int | None:
+    """A SLURM time limit (``--time``) in seconds, or None when it is not one.
+
+    >>> slurm_seconds("04:00:00"), slurm_seconds("90"), slurm_seconds("1-12"), slurm_seconds("2:30"), slurm_seconds("x")
+    (14400, 5400, 129600, 150, None)
+    """
+    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", str(value).strip())
+    if match is None:
+        return None
+    days, a, b, c = match.groups()
+    if days is not None:  # D-HH, D-HH:MM, D-HH:MM:SS
+        return int(days) * 86400 + int(a) * 3600 + int(b or 0) * 60 + int(c or 0)
+    if c is not None:  # HH:MM:SS
+        return int(a) * 3600 + int(b) * 60 + int(c)
+    return int(a) * 60 + int(b or 0)  # MM or MM:SS
 
 
 # --------------------------------------------------------------------------------------------------------------

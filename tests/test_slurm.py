@@ -1,0 +1,360 @@
+"""SLURM for real (issue #28): a local cluster (``scripts/local_slurm.sh``: munge, a controller, nodes n1 and n2 on
+127.0.0.1), the package's sbatch scripts submitted to it, the tiny model trained in its jobs.
+
+1. A two-run sweep as a job array (``countdown-rl sweep --slurm --submit``) runs to the end; ``--dry_run`` then shows
+   both finished and ``countdown-rl report`` reads them.
+2. Time limits and signals, one sweep task each, all submitted at once next to an uninterrupted local run of the same
+   recipe: the early signal (``signal_seconds``), the time limit's SIGTERM alone (the script without its
+   ``--signal`` line, as when the early signal comes too late), ``scancel --signal=USR1``, the same under
+   ``accelerate_config`` (``scancel --signal=TERM``, its default), and a plain ``scancel``. Each interrupted task
+   saves a checkpoint, requeues itself, resumes from that checkpoint and finishes with the uninterrupted run's
+   weights, bit for bit; the cancelled one stays cancelled, its checkpoint kept. Once a task was requeued the test
+   lifts its time limit, so the second attempt finishes within the test's time.
+3. The README's single-run example, as written (only the recipe and the signal's lead time are the test's).
+4. ``slurm/train_multinode.sbatch`` on two nodes: one run of 2 processes, a checkpoint, a signal, requeue, resume,
+   finished, the record saying 2 processes. ``accelerate launch --num_machines 2`` under ``srun -N2`` is refused.
+
+Every test here is ``slurm`` and ``slow`` (minutes); without root or when the cluster cannot start they skip with the
+reason. Every job has a time limit; every wait is bounded; what a test submitted is cancelled at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "local_slurm.sh"
+SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
+FORMAT_COPY = ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml"
+MULTINODE = ROOT / "slurm" / "train_multinode.sbatch"
+STATE_DIR = Path(os.environ.get("COUNTDOWN_RL_SLURM_DIR", "/tmp/countdown-rl-slurm"))
+DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
+        "PREEMPTED"}
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+
+class Cluster:
+    """The local cluster's clients, and the jobs this session submitted (cancelled at the end)."""
+
+    def __init__(self, conf: Path):
+        self.env = {**os.environ, "SLURM_CONF": str(conf), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
+                    "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HF_HUB_OFFLINE": "1",
+                    "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false",
+                    "PYTHONUNBUFFERED": "1"}
+        self.jobs: list[str] = []
+
+    def run(self, *command: str, check: bool = True, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+        done = subprocess.run(list(command), env=kwargs.pop("env", self.env), capture_output=True, text=True,
+                              timeout=timeout, **kwargs)
+        assert not check or done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
+        return done
+
+    def submitted(self, text: str) -> str:
+        job = re.search(r"(\d+)", text).group(1)
+        self.jobs.append(job)
+        return job
+
+    def sbatch(self, *args: str, cwd: Path = ROOT, env: dict | None = None) -> str:
+        assert any(a.startswith("--time=") for a in args), "every job a test submits has a time limit"
+        return self.submitted(self.run("sbatch", "--parsable", *args, cwd=cwd, env=env or self.env).stdout)
+
+    def job(self, job: str) -> dict[str, str]:
+        """``scontrol show job -o`` as a dict (for an array: its first task)."""
+        out = self.run("scontrol", "show", "job", "-o", job, check=False).stdout.splitlines()
+        return dict(re.findall(r"(\w+)=(\S*)", out[0])) if out else {}
+
+    def jobs_now(self) -> dict[str, dict[str, str]]:
+        """Every job the controller knows, in one call (an array task under its array's id): a poll stays cheap."""
+        lines = self.run("scontrol", "show", "job", "-o", check=False).stdout.splitlines()
+        infos = [dict(re.findall(r"(\w+)=(\S*)", line)) for line in lines]
+        return {info.get("ArrayJobId", info.get("JobId")): info for info in infos if info}
+
+    def cancel_all(self) -> None:
+        if self.jobs:
+            self.run("scancel", *self.jobs, check=False)
+
+
+def wait_for(what: str, condition, timeout: float, every: float = 1.0):
+    """Poll ``condition`` until it returns something true; fail naming ``what`` after ``timeout`` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """The local cluster: started with scripts/local_slurm.sh (and stopped after) unless it already runs."""
+    if os.geteuid() != 0:
+        pytest.skip("the local SLURM needs root (scripts/local_slurm.sh starts munged, slurmctld and slurmd)")
+    running = subprocess.run(["bash", str(SCRIPT), "status", str(STATE_DIR)], capture_output=True, text=True)
+    started = running.returncode != 0
+    if started:
+        done = subprocess.run(["bash", str(SCRIPT), "start", str(STATE_DIR)], capture_output=True, text=True,
+                              timeout=900)
+        if done.returncode != 0:
+            pytest.skip(f"the local SLURM did not start: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
+    cluster = Cluster(STATE_DIR / "slurm.conf")
+    yield cluster
+    cluster.cancel_all()
+    if started:
+        subprocess.run(["bash", str(SCRIPT), "stop", str(STATE_DIR)], capture_output=True, timeout=120)
+
+
+def run_info(run_dir: Path) -> dict:
+    return json.loads((run_dir / "run_info.json").read_text())
+
+
+def weights(run_dir: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(run_dir / "model.safetensors"))
+
+
+def same_weights(a: Path, b: Path) -> bool:
+    import torch
+
+    wa, wb = weights(a), weights(b)
+    return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def write_yaml(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. A sweep array to the end
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_two_run_sweep_array_runs_to_the_end_and_reports(slurm, tiny_model_dir, puzzles, tmp_path):
+    base = yaml.safe_load(SMOKE.read_text())
+    base.update(model_name_or_path=str(tiny_model_dir), dataset_name=str(puzzles), max_steps=2, final_eval_size=4)
+    spec = write_yaml(tmp_path / "spec.yaml", {
+        "name": "array", "base": str(write_yaml(tmp_path / "base.yaml", base)), "axes": {"beta": [0.0]},
+        "seeds": [0, 1], "output_root": str(tmp_path / "sweep"), "slurm": {"time": "00:05:00", "signal_seconds": 60}})
+    done = slurm.run("countdown-rl", "sweep", str(spec), "--slurm", "--submit", cwd=tmp_path, timeout=120)
+    job = slurm.submitted(done.stdout.split("Submitted batch job")[-1])
+    wait_for("both array tasks to end", lambda: not slurm.run("squeue", "-h", "-j", job, check=False).stdout.strip(),
+             timeout=300, every=2)
+    for task in ("0", "1"):
+        assert slurm.job(f"{job}_{task}")["JobState"] == "COMPLETED"
+    table = slurm.run("countdown-rl", "sweep", str(spec), "--dry_run", cwd=tmp_path, timeout=120).stdout
+    assert len(re.findall(r"^\s+\d+\s+finished\s+beta=0,seed=", table, flags=re.M)) == 2, table
+    report = slurm.run("countdown-rl", "report", str(tmp_path / "sweep"), cwd=tmp_path, timeout=300)
+    [row] = list(__import__("csv").DictReader((tmp_path / "sweep" / "report" / "sweep.csv").open()))
+    assert (row["point"], row["seeds"], row["finished"]) == ("beta=0", "2", "2"), report.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. Time limits and signals
+# ---------------------------------------------------------------------------------------------------------------
+
+# case: (slurm settings, accelerate, what the test does to the job: None, "scancel --signal=X" or "scancel")
+CASES = {
+    # SLURM may send the signal up to 60 s early (its man page): 30-90 s in, after the run installed its handlers
+    "early-signal": ({"time": "00:02:00", "signal_seconds": 30}, False, None),
+    "time-limit-sigterm": ({"time": "00:01:00", "signal_seconds": 30}, False, None),  # its script loses --signal
+    "scancel-usr1": ({"time": "00:10:00", "signal_seconds": 60}, False, "USR1"),
+    "accelerate-scancel-term": ({"time": "00:10:00", "signal_seconds": 60}, True, "TERM"),
+    "scancel": ({"time": "00:10:00", "signal_seconds": 60}, False, "cancel"),
+}
+STEPS = 600  # ~100 s alone on one core: longer than a 1-minute limit (plus up to 30 s of slurmctld's check) allows
+
+
+@pytest.fixture(scope="module")
+def warm_model(tmp_path_factory):
+    """The tiny model after a short format_copy SFT: its rewards vary within a group, so GRPO changes the weights."""
+    out = tmp_path_factory.mktemp("warm") / "model"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "warmup", "--task", "format_copy",
+                           "--task_options", "max_digits=3", "--rows", "400", "--steps", "40", "--out", str(out)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def timed(slurm, warm_model, tmp_path_factory):
+    """Every case of CASES submitted at once, and the same recipe run locally without interruption."""
+    tmp = tmp_path_factory.mktemp("timed")
+    base = yaml.safe_load(FORMAT_COPY.read_text())
+    base.update(model_name_or_path=str(warm_model), gradient_accumulation_steps=1, max_steps=STEPS, save_steps=100,
+                eval_strategy="no", test_size=16, final_eval_size=8, logging_steps=50)
+    base_file = write_yaml(tmp / "base.yaml", base)
+    accelerate = write_yaml(tmp / "cpu.yaml", {"compute_environment": "LOCAL_MACHINE", "distributed_type": "NO",
+                                               "num_processes": 1, "num_machines": 1, "use_cpu": True,
+                                               "mixed_precision": "no", "dynamo_backend": "no"})
+
+    def spec(name: str, **extra) -> Path:
+        return write_yaml(tmp / f"{name}.yaml", {"name": name, "base": str(base_file), "axes": {"beta": [0.0]},
+                                                 "seeds": [0], "output_root": str(tmp / name), **extra})
+
+    reference = subprocess.Popen([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec("reference"))],
+                                 cwd=tmp, env=slurm.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    jobs = {}
+    try:
+        for case, (settings, under_accelerate, _) in CASES.items():
+            extra = {"slurm": settings, **({"accelerate_config": str(accelerate)} if under_accelerate else {})}
+            slurm.run("countdown-rl", "sweep", str(spec(case, **extra)), "--slurm", cwd=tmp, timeout=120)
+            script = tmp / case / "sweep.sbatch"
+            if case == "time-limit-sigterm":
+                lines = script.read_text().splitlines()
+                script.write_text("\n".join(line for line in lines if not line.startswith("#SBATCH --signal")) + "\n")
+            jobs[case] = slurm.sbatch(f"--time={settings['time']}", str(script), cwd=tmp)
+        signalled = set()
+
+        def all_done():
+            now = slurm.jobs_now()
+            for case, job in jobs.items():
+                info = now.get(job, {})
+                action = CASES[case][2]
+                if action and case not in signalled and any((tmp / case / "beta=0,seed=0").glob("checkpoint-*")):
+                    slurm.run("scancel", job) if action == "cancel" else slurm.run("scancel", f"--signal={action}", job)
+                    signalled.add(case)
+                # the second attempt gets the time to finish (retried until it holds)
+                if int(info.get("Restarts", 0)) >= 1 and info.get("TimeLimit") != "00:10:00" \
+                        and info.get("JobState") not in DONE:
+                    slurm.run("scontrol", "update", f"JobId={job}_0", "TimeLimit=10", check=False)
+            return all(now.get(job, {}).get("JobState") in DONE for job in jobs.values()) and reference.poll() is not None
+
+        wait_for("the timed sweep tasks and the reference run", all_done, timeout=1200, every=2)
+        assert reference.returncode == 0, reference.stderr.read()[-2000:]
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+    return {"tmp": tmp, "jobs": jobs, "info": {case: slurm.job(f"{job}_0") for case, job in jobs.items()},
+            "reference": tmp / "reference" / "beta=0,seed=0"}
+
+
+def task_log(timed, case: str) -> str:
+    """The task's SLURM log(s) and its run's train.log (the run's own lines go there)."""
+    files = [*sorted((timed["tmp"] / case / "slurm").glob("*.out")), timed["tmp"] / case / "beta=0,seed=0" / "train.log"]
+    return "\n".join(p.read_text(errors="replace") for p in files if p.is_file())
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c != "scancel"])
+def test_an_interrupted_task_is_requeued_resumes_and_ends_as_an_uninterrupted_run(timed, case):
+    info, run = timed["info"][case], timed["tmp"] / case / "beta=0,seed=0"
+    log = task_log(timed, case)
+    signal = {"early-signal": "SIGUSR1", "time-limit-sigterm": "SIGTERM", "scancel-usr1": "SIGUSR1",
+              "accelerate-scancel-term": "SIGTERM"}[case]
+    assert info["JobState"] == "COMPLETED" and int(info["Restarts"]) >= 1, (info, log[-3000:])
+    if case == "time-limit-sigterm":
+        assert "DUE TO TIME LIMIT" in log and "received SIGUSR1" not in log
+    stops = re.findall(rf"interrupted by {signal} at step (\d+); checkpoint (\S+) saved", log)
+    assert stops, log[-3000:]
+    record = run_info(run)
+    assert record["status"]["state"] == "finished" and record["status"]["step"] == STEPS
+    # resumed from the checkpoint the signal saved (the last interruption's): no finished step lost
+    assert record["resumed_from"] == stops[-1][1] and stops[-1][1].endswith(f"checkpoint-{stops[-1][0]}")
+    assert json.loads((run / "sweep_run.json").read_text())["state"] == "finished"
+    assert same_weights(run, timed["reference"])
+    assert not same_weights(run, Path(yaml.safe_load((run / "recipe.yaml").read_text())["model_name_or_path"]))
+
+
+def test_a_scancel_is_not_requeued_and_keeps_its_checkpoint(timed):
+    info, run = timed["info"]["scancel"], timed["tmp"] / "scancel" / "beta=0,seed=0"
+    log = task_log(timed, "scancel")
+    assert info["JobState"] == "CANCELLED" and int(info["Restarts"]) == 0, info
+    assert "not requeued; resubmit to go on" in log
+    status = run_info(run)["status"]
+    assert status["state"] == "interrupted" and Path(status["checkpoint"]).is_dir()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. The README's single-run example
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def readme_single_run_script() -> str:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Long jobs, preemption and SLURM", 1)[1].split("\n## ", 1)[0]
+    [block] = [b for b in re.findall(r"```bash\n(.*?)```", section, flags=re.S) if "#SBATCH --requeue" in b]
+    return block
+
+
+def signal_then_await_the_requeued_end(slurm, job: str, checkpoint: Path, signal: str, logs: Path):
+    """Once ``checkpoint`` exists, ``scancel --signal`` the job, wait until it ended after a requeue; its
+    ``scontrol`` record and its log."""
+    wait_for(checkpoint.name, checkpoint.is_dir, timeout=300)
+    slurm.run("scancel", f"--signal={signal}", job)
+    wait_for("the job to end", lambda: slurm.job(job).get("JobState") in DONE and int(slurm.job(job)["Restarts"]),
+             timeout=400, every=2)
+    return slurm.job(job), (logs / f"slurm-{job}.out").read_text(errors="replace")
+
+
+def test_the_readme_single_run_example_as_written(slurm, tiny_model_dir, puzzles, tmp_path):
+    script = readme_single_run_script()
+    recipe = "recipes/countdown/qwen3-1.7b/grpo_512.yaml"
+    assert script.count(recipe) == 1 and (ROOT / recipe).is_file()
+    out = tmp_path / "run"
+    ours = (f"{SMOKE} --model_name_or_path {tiny_model_dir} --dataset_name {puzzles} --output_dir {out} "
+            f"--max_steps 40 --final_eval_size 4")
+    (tmp_path / "job.sbatch").write_text(script.replace(recipe, ours))
+    # the README's --signal lead (600 s) would fire at once under a short limit: the test signals like SLURM would
+    job = slurm.sbatch("--time=10", "--signal=USR1@5", f"--output={tmp_path}/slurm-%j.out", str(tmp_path / "job.sbatch"),
+                       cwd=ROOT)
+    info, log = signal_then_await_the_requeued_end(slurm, job, out / "checkpoint-2", "USR1", tmp_path)
+    assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1", (info, log[-3000:])
+    [(step, checkpoint)] = re.findall(r"interrupted by SIGUSR1 at step (\d+); checkpoint (\S+) saved", log)
+    record = run_info(out)
+    assert record["status"]["state"] == "finished" and record["status"]["step"] == 40
+    assert record["resumed_from"] == checkpoint == str(out / f"checkpoint-{step}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. One run over two nodes
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_the_multinode_script_forms_one_run_that_requeues_and_resumes(slurm, tiny_model_dir, puzzles, tmp_path):
+    env = {**slurm.env, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "run"
+    job = slurm.sbatch("--time=10", "--signal=TERM@5", f"--output={tmp_path}/slurm-%j.out", str(MULTINODE),
+                       "--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
+                       str(puzzles), "--output_dir", str(out), "--max_steps", "30", "--final_eval_size", "4",
+                       cwd=tmp_path, env=env)
+    info, log = signal_then_await_the_requeued_end(slurm, job, out / "checkpoint-4", "TERM", tmp_path)
+    assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1" and info["NumNodes"] == "2", log[-3000:]
+    assert log.count("countdown_rl.train: process 0 of 2") == 2 and log.count("countdown_rl.train: process 1 of 2") == 2
+    [(step, checkpoint)] = re.findall(r"interrupted by SIGTERM at step (\d+); checkpoint (\S+) saved", log)
+    record = run_info(out)
+    assert record["num_processes"] == 2 and record["engine"]["summary"] == "DDP over 2 processes on 2 nodes (gloo, cpu)"
+    assert record["status"]["state"] == "finished" and record["status"]["step"] == 30
+    assert record["resumed_from"] == checkpoint == str(out / f"checkpoint-{step}")
+
+
+REFUSED = "countdown-rl-test-refused"
+
+
+def test_two_one_process_runs_on_one_output_dir_are_refused(slurm, tiny_model_dir, puzzles, tmp_path):
+    out = tmp_path / "run"
+    launch = ("exec python -m accelerate.commands.launch --cpu --num_machines 2 --num_processes 2 --machine_rank "
+              "$SLURM_NODEID --main_process_ip n1 --main_process_port 29731 --mixed_precision no --dynamo_backend no "
+              f"-m countdown_rl.commands.train --config {SMOKE} --model_name_or_path {tiny_model_dir} "
+              f"--dataset_name {puzzles} --output_dir {out} --max_steps 4 --final_eval_size 4")
+    try:
+        done = slurm.run("srun", "-N2", "--ntasks-per-node=1", "--time=3", f"--job-name={REFUSED}", "bash", "-c",
+                         launch, check=False, timeout=300, cwd=tmp_path)
+    finally:
+        slurm.run("scancel", f"--name={REFUSED}", check=False)
+    assert done.returncode != 0
+    # each task is one of 2 SLURM tasks but a job of 1 process (runs.engine): refused before loading, nothing written
+    assert done.stderr.count("countdown-rl train: error: this is one of 2 SLURM tasks") == 2, done.stderr[-3000:]
+    assert not out.exists()
