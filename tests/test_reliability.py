@@ -116,10 +116,7 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
 @pytest.mark.slow
 def test_two_processes_stop_at_the_same_step_when_one_gets_the_signal(tiny_model_dir, puzzles, tmp_path):
     """``accelerate launch --multi_gpu --num_processes 2`` on the CPU (gloo); SIGTERM reaches rank 0 only.
-
-    (Resuming a multi-process run on the CPU is not tested: transformers 5.17 loads optimizer.pt with
-    ``map_location=args.device``, ``cpu:0`` under DDP on the CPU, which torch.load rejects; GPUs are unaffected.)
-    """
+    (Their resume: tests/test_distributed.py.)"""
     import socket
 
     with socket.socket() as sock:

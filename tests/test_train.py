@@ -37,6 +37,7 @@ import pytest
 import torch
 
 from countdown_rl.commands.train import main
+from countdown_rl.runs.guard import LOCK_FILE
 from countdown_rl.runs.reliability import resolve_resume
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
 from countdown_rl.training.recipe import parse_args
@@ -275,7 +276,8 @@ def check_resume(runs: SimpleNamespace, weights: str) -> None:
     info = json.loads((resumed / "run_info.json").read_text())
     assert Path(info["resumed_from"]) == resumed / "checkpoint-2"
     # Nothing the crashed run wrote is lost; all but the two files every run rewrites are unchanged.
-    rewritten = {Path("run_info.json"), Path("README.md")}
+    # (and the output directory's lock, which names its current owner: runs.guard.LOCK_FILE)
+    rewritten = {Path("run_info.json"), Path("README.md"), Path(LOCK_FILE)}
     for path, sha in runs.before.items():
         assert (resumed / path).is_file(), f"{path} was lost"
         if path not in rewritten and path.parts[0] != "runs":  # an open event file may still be flushed
@@ -408,6 +410,9 @@ def test_push_to_hub_uploads_the_adapter_and_our_card(tiny_model_dir, puzzles, t
     assert [u.folder.name for u in checkpoint_pushes] == ["checkpoint-2"]
     assert {"adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= checkpoint_pushes[0].files
 
+    # one commit per save and one at the end: no extra "Model save" commit (save_model's own push) in between
+    assert [u.message for u in uploads if u.path_in_repo is None] == ["Training in progress, step 2",
+                                                                        "End of training"]
     final = uploads[-1]
     assert final.folder == out and final.path_in_repo is None and final.message == "End of training"
     assert {"README.md", "adapter_config.json", "adapter_model.safetensors", "tokenizer.json"} <= final.files

@@ -16,7 +16,9 @@ recipe.yaml``.
    non-finite step stops the run (or is skipped), and ``run_info.json`` records the recipe and the run's status.
    Under ``countdown-rl sweep`` (which sets ``COUNTDOWN_RL_SWEEP_RUN``) one short progress line per logged step.
 
-Every error found before loading is one line on stderr, ``countdown-rl train: error: ...``, and exit code 2.
+The launch is checked first (:mod:`countdown_rl.runs.engine`): the engine it asked for runs, or it is refused;
+the log's first line and the run record say what runs. Every error found before loading is one line on stderr,
+``countdown-rl train: error: ...``, and exit code 2.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ import argparse
 import logging
 import os
 import sys
-from pathlib import Path
 
 from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, fail
+from countdown_rl.runs.engine import check_launch, launch_rank
+from countdown_rl.runs.guard import release_all_output_dirs
 from countdown_rl.runs.reliability import prepare_run
 from countdown_rl.sweeps.runner import PROGRESS_ENV
-from countdown_rl.training.recipe import check_recipe, parse_args, recipe_parser
+from countdown_rl.training.recipe import check_recipe, check_vllm_mode, parse_args, recipe_parser
 
 PROG = "countdown-rl train"
 logger = logging.getLogger("countdown_rl.train")
@@ -61,37 +64,60 @@ def _end_distributed() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        return train(argv)
+    finally:  # the output directory's claim (runs.guard) ends with the command, not only with the process
+        release_all_output_dirs()
+
+
+def train(argv: list[str] | None = None) -> int:
+    try:
+        check_launch(None)  # first: parsing the recipe already acts on the launcher's DeepSpeed variables
         script_args, training_args, model_args = parse_args(argv, build_parser())
         task = check_recipe(script_args, training_args, model_args)
-        # Hub settings, the output directory (never reused silently) and the checkpoint to resume from.
+        check_vllm_mode(training_args)  # server mode needs CUDA (NCCL weight sync)
+        # The engine the launch asked for, or a refusal (N processes that are not one job, DeepSpeed on a CPU).
+        engine = check_launch(training_args.use_cpu)
+        # Hub settings, the output directory (claimed by this job, never reused silently), the checkpoint to resume.
         plan = prepare_run(script_args, training_args, model_args)
         checkpoint = plan.checkpoint
-    except (ValueError, TypeError) as err:
-        return fail(PROG, err)
+    except (ValueError, TypeError) as err:  # every process of a launch finds the same error: the first one says it
+        return fail(PROG, err) if launch_rank() == 0 else 2
 
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from trl import get_peft_config
 
+    from countdown_rl.generation.vllm_sync import check_cpu_engine_model
     from countdown_rl.runs.hub import check_model_source, failed_push_message
+    from countdown_rl.runs.model_source import check_model_file_source, resolve_model_source
     from countdown_rl.runs.record import RunRecord, set_status
     from countdown_rl.training.data import prepare_data
-    from countdown_rl.training.pipeline import TrainerSetupError, progress_callback, train_grpo
+    from countdown_rl.training.pipeline import TrainerSetupError, merge_saved_adapter, progress_callback, train_grpo
 
     set_seed(training_args.seed)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     transformers.utils.logging.set_verbosity(training_args.get_process_log_level())
+    logger.info("engine: %s (as launched; the run record says what ran)", engine.summary())
     logger.info("script %s", script_args)
     logger.info("model %s", model_args)
 
     try:  # missing columns, a bad row, no such file: one line naming the file (and row), before the model loads
         train_ds, test_ds, info = prepare_data(script_args, task)
-        # a model path that is no folder, or a Hub id while offline and not cached: one line before loading
-        check_model_source(model_args.model_name_or_path, "model_name_or_path")
+        # a GGUF file or packaged model name (runs.model_source), a model path that is no folder, or a Hub id while
+        # offline and not cached: one line before loading
+        if not check_model_file_source(model_args.model_name_or_path):
+            check_model_source(model_args.model_name_or_path, "model_name_or_path")
     except (ValueError, FileNotFoundError, ConnectionError) as err:  # ConnectionError: a Hub id, offline
         return fail(PROG, err)
     logger.info("dataset %s", info)
+    source = resolve_model_source(model_args.model_name_or_path)  # a GGUF file: converted once, cached
+    model_args.model_name_or_path = source.path
+    if training_args.use_vllm and training_args.vllm_mode == "colocate":
+        try:
+            check_cpu_engine_model(source.path)  # vLLM's CPU kernels: their attention head sizes
+        except ValueError as err:
+            return fail(PROG, err)
 
     tokenizer = AutoTokenizer.from_pretrained(
         model_args.model_name_or_path, revision=model_args.model_revision,
@@ -122,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     eval_subset = test_ds.select(range(min(script_args.eval_subset_size, len(test_ds))))
     dataset = script_args.dataset_name or task.default_dataset
-    record = RunRecord(model=model_args.model_name_or_path, dataset=dataset, data=info.as_dict())
+    record = RunRecord(model=source.given, dataset=dataset, data=info.as_dict(), extra=source.record)
     # Under `countdown-rl sweep`: one short line per logged step, "[sweep i/n name] step k/N: ..."
     sweep_progress = [progress_callback(1, f"[sweep {os.environ[PROGRESS_ENV]}]")] if PROGRESS_ENV in os.environ else []
     try:
@@ -140,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             plan=plan,
             non_finite=script_args.non_finite,
             callbacks=sweep_progress,
+            planned_engine=engine,
         )
     except TrainerSetupError as err:  # e.g. lora_target_modules that match no layer: one line, nothing written
         return fail(PROG, err)
@@ -160,12 +187,11 @@ def main(argv: list[str] | None = None) -> int:
             trainer.push_to_hub(dataset_name=dataset)
         except Exception as err:  # noqa: BLE001  (network, auth, quota): the run is on disk; say so, push later
             push_error = failed_push_message(training_args.output_dir, training_args.hub_model_id, err)
-    # Last: merge_and_unload folds the adapter into the trainer's model in place, after which the model would save
-    # (and push) an empty adapter. The merged model stays local (<output_dir>/merged; checkpoints are not pushed).
+    # Last, from the saved adapter (under FSDP the trainer's weights are shards only a collective could gather).
+    # The merged model stays local (<output_dir>/merged; checkpoints are not pushed).
     if script_args.merge_adapter and trainer.accelerator.is_main_process:
-        merged = run.model.merge_and_unload()
-        merged.save_pretrained(Path(training_args.output_dir) / "merged")
-        tokenizer.save_pretrained(Path(training_args.output_dir) / "merged")
+        merge_saved_adapter(training_args.output_dir, model_args.model_name_or_path, dtype=dtype,
+                            revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code)
     if trainer.accelerator.is_main_process:
         set_status(training_args.output_dir, "finished", step=trainer.state.global_step, message=push_error)
     _end_distributed()

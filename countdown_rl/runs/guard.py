@@ -11,13 +11,23 @@
 3. ``resume: true`` is idempotent, for requeued jobs: no checkpoint yet means "start", a checkpoint means
    "continue from the newest complete one" (:mod:`countdown_rl.runs.checkpoints`). TRL's
    ``resume_from_checkpoint: true`` keeps its meaning: a checkpoint must exist.
+4. One output directory, one job: :func:`claim_output_dir` (the job's main process, before the checks above) holds
+   an exclusive ``flock`` on ``<output_dir>/_countdown_rl.lock`` for the life of the process, with the owner's
+   host, pid and SLURM job written in it. A second job, however close its start, finds the lock held and is
+   refused in one line naming the owner. The kernel releases the lock when its process ends (exit, crash,
+   SIGKILL), so a dead owner never blocks a resume; the file stays, and is not part of the run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
+import fcntl
 import json
+import os
 import shutil
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +48,8 @@ MAY_CHANGE_ON_RESUME = frozenset({
     "push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo", "hub_token", "hub_always_push",
     "hub_revision", "merge_adapter", "dataloader_num_workers", "dataloader_prefetch_factor",
 })
+LOCK_FILE = "_countdown_rl.lock"  # the job's claim (module docstring, 4); "_*" keeps it out of every Hub push
+_held_locks: dict[str, Claim] = {}  # output_dir (resolved) -> this process's claim on it
 # Keys that depend on how the process was launched, not on the recipe: recorded, never compared.
 NOT_COMPARED = frozenset({"local_rank"})
 FIRST_KEYS_SHOWN = 3
@@ -96,7 +108,7 @@ def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: 
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         raise OutputDirError(f"output_dir {out}: exists and is not a folder")
-    if not out.is_dir() or not any(out.iterdir()):
+    if not out.is_dir() or not any(p.name != LOCK_FILE for p in out.iterdir()):
         return None
     if resume and overwrite:
         raise OutputDirError("resume and overwrite_output_dir: choose one (continue the run, or start afresh)")
@@ -128,6 +140,87 @@ def check_output_dir(output_dir: str | Path, recipe: dict[str, Any], *, resume: 
                 f"{'; ...' if len(diffs) > FIRST_KEYS_SHOWN else ''})" if diffs else "a run with the same recipe")
         raise OutputDirError(f"output_dir {out}: holds {what}, {_status_words(info)}; {how}")
     return info
+
+
+def _lock_owner(path: Path) -> str:
+    try:
+        owner = json.loads(path.read_text(encoding="utf-8"))
+        job = f", SLURM job {owner['slurm_job_id']}" if owner.get("slurm_job_id") else ""
+        return f"host {owner['host']}, pid {owner['pid']}{job}, since {owner['since']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "owner unknown"
+
+
+@dataclasses.dataclass
+class Claim:
+    """This process's hold on an output directory's lock (:func:`claim_output_dir`)."""
+
+    fd: int
+    created_dir: bool
+    created_file: bool
+
+
+def claim_output_dir(output_dir: str | Path) -> Claim:
+    """Claim ``output_dir`` for this job (module docstring, 4): creates the folder if needed and holds its lock
+    until :func:`release_output_dir` or the process ends; idempotent within a process. A lock held by another
+    live process is a one-line :class:`OutputDirError`. The owner is written by :func:`confirm_claim`, once the
+    checks pass, so a refused job leaves the folder as it found it.
+
+    >>> import tempfile; d = tempfile.mkdtemp(); claim_output_dir(d).created_dir, release_output_dir(d)
+    (False, None)
+    """
+    out = Path(output_dir)
+    key = str(out.resolve())
+    if key in _held_locks:
+        return _held_locks[key]
+    if out.exists() and not out.is_dir():
+        raise OutputDirError(f"output_dir {out}: exists and is not a folder")
+    created_dir = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    created_file = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        os.close(fd)
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise OutputDirError(f"output_dir {out}: cannot lock {LOCK_FILE} ({err.strerror}); this file system "
+                                 "does not support flock: choose an output_dir on one that does") from None
+        raise OutputDirError(f"output_dir {out}: in use by another job ({_lock_owner(path)}); wait for it to end, "
+                             "or choose another output_dir") from None
+    _held_locks[key] = Claim(fd, created_dir, created_file)
+    return _held_locks[key]
+
+
+def confirm_claim(output_dir: str | Path) -> None:
+    """Write this job as the owner into the lock it holds (host, pid, SLURM job, start time)."""
+    claim = _held_locks[str(Path(output_dir).resolve())]
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+             "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    os.ftruncate(claim.fd, 0)
+    os.pwrite(claim.fd, (json.dumps(owner) + "\n").encode(), 0)
+
+
+def release_output_dir(output_dir: str | Path, *, refused: bool = False) -> None:
+    """Release this process's claim on ``output_dir`` (no-op without one). What the claim created (the lock file,
+    the folder) goes again when the job was ``refused`` or wrote nothing else there."""
+    out = Path(output_dir)
+    claim = _held_locks.pop(str(out.resolve()), None)
+    if claim is None:
+        return
+    # What the claim created goes again if nothing else was written (the run never started) or it was refused.
+    if claim.created_file and (refused or [p.name for p in out.iterdir()] == [LOCK_FILE]):
+        (out / LOCK_FILE).unlink(missing_ok=True)
+    os.close(claim.fd)  # releases the flock; a run's lock file stays (unlinking it races a waiter's open)
+    if claim.created_dir and not any(out.iterdir()):
+        out.rmdir()
+
+
+def release_all_output_dirs() -> None:
+    """Release every claim this process holds (a command's last step: its process may go on, e.g. in tests)."""
+    for key in list(_held_locks):
+        release_output_dir(key)
 
 
 def clear_previous_run(output_dir: str | Path) -> list[str]:

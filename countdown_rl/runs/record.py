@@ -53,6 +53,7 @@ class RunRecord:
     std_normalization: str | None = None
     use_peft: bool = False
     num_processes: int = 1
+    engine: dict[str, Any] = field(default_factory=dict)  # what ran: runs.engine.Engine.to_dict() (kind, nodes...)
     resumed_from: str | None = None
     source: str = "countdown-rl train"
     data: dict[str, Any] = field(default_factory=dict)

@@ -1,9 +1,9 @@
 """What ``countdown-rl train`` (and the demo) do around ``trainer.train()`` for long jobs.
 
 1. :func:`prepare_run` (before anything is loaded): the budgets, the Hub settings (:mod:`countdown_rl.runs.hub`),
-   then :func:`plan_run` (the demo's entry too): the output directory (:mod:`countdown_rl.runs.guard`: never
-   reused silently; a resume must match the saved recipe) and the checkpoint to resume from (the newest complete
-   one, :mod:`countdown_rl.runs.checkpoints`). Errors are ``ValueError`` with one line.
+   then :func:`plan_run` (the demo's entry too): the output directory (:mod:`countdown_rl.runs.guard`: claimed
+   by one job, never reused silently; a resume must match the saved recipe) and the checkpoint to resume from
+   (the newest complete one, :mod:`countdown_rl.runs.checkpoints`). Errors are ``ValueError`` with one line.
 2. :func:`reliable_trainer_class` adds atomic checkpoints and the non-finite guard to a trainer class.
 3. :func:`run_training` trains under the signal handlers (:mod:`countdown_rl.runs.preemption`) and turns the way
    training ended into the run's status in ``run_info.json`` and, if it did not finish, one line and an exit code:
@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from countdown_rl.runs.checkpoints import AtomicCheckpointMixin, checkpoint_problem, last_complete_checkpoint
-from countdown_rl.runs.guard import check_output_dir, clear_previous_run, effective_recipe
+from countdown_rl.runs.engine import launch_rank
+from countdown_rl.runs.guard import (
+    check_output_dir,
+    claim_output_dir,
+    clear_previous_run,
+    confirm_claim,
+    effective_recipe,
+    release_output_dir,
+)
 from countdown_rl.runs.record import EXIT_INTERRUPTED, EXIT_NON_FINITE, RunRecord, set_status, write_run_record
 
 NON_FINITE = ("stop", "skip")
@@ -121,11 +129,20 @@ def plan_run(output_dir: str, recipe: dict[str, Any], *, resume: bool, overwrite
     >>> import tempfile; plan_run(tempfile.mkdtemp(), {"seed": 0}, resume=True, overwrite=False).checkpoint is None
     True
     """
-    check_output_dir(output_dir, recipe, resume=resume, overwrite=overwrite,
-                     resume_from_checkpoint=resume_from_checkpoint)
-    if overwrite:
-        return RunPlan(None, recipe, overwrite=True)
-    return RunPlan(resolve_resume(resume, resume_from_checkpoint, output_dir), recipe, overwrite=False)
+    # The job's main process claims the folder first, so two jobs starting together cannot both pass the checks.
+    main = launch_rank() == 0
+    if main:
+        claim_output_dir(output_dir)
+    try:
+        check_output_dir(output_dir, recipe, resume=resume, overwrite=overwrite,
+                         resume_from_checkpoint=resume_from_checkpoint)
+        checkpoint = None if overwrite else resolve_resume(resume, resume_from_checkpoint, output_dir)
+    except ValueError:  # refused: the folder is left as it was found
+        release_output_dir(output_dir, refused=True)
+        raise
+    if main:
+        confirm_claim(output_dir)
+    return RunPlan(checkpoint, recipe, overwrite=overwrite)
 
 
 def start_record(output_dir: str, plan: RunPlan, record: RunRecord) -> None:

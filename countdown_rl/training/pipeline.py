@@ -6,7 +6,7 @@ the task and its prepared datasets, and:
 1. builds :class:`~countdown_rl.training.trainer.CountdownGRPOTrainer` with the task's reward functions (by recipe
    name);
 2. writes the run record (``run_info.json``) on the main process, before any step, so an interrupted run is
-   still described;
+   still described; it names the distributed engine that runs (:mod:`countdown_rl.runs.engine`);
 3. trains, resuming from ``resume_from_checkpoint`` when given. With a ``plan`` from
    :func:`countdown_rl.runs.reliability.prepare_run` (``countdown-rl train``), checkpoints are atomic, signals save a
    checkpoint and stop, a non-finite step stops (or is skipped), and the record holds the recipe and the status;
@@ -19,11 +19,13 @@ wants of them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from countdown_rl.runs.engine import Engine, describe_engine, same_engine
 from countdown_rl.runs.record import RunRecord, write_run_record
 
 if TYPE_CHECKING:
@@ -31,7 +33,8 @@ if TYPE_CHECKING:
     from countdown_rl.tasks.base import Task
     from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
-__all__ = ["TrainedRun", "TrainerSetupError", "progress_callback", "train_grpo"]
+__all__ = ["TrainedRun", "TrainerSetupError", "merge_saved_adapter", "progress_callback", "train_grpo"]
+logger = logging.getLogger(__name__)
 
 
 def progress_callback(every: int, prefix: str = " "):
@@ -93,13 +96,15 @@ def train_grpo(
     quiet: bool = False,
     plan: RunPlan | None = None,
     non_finite: str = "stop",
+    planned_engine: Engine | None = None,
 ) -> TrainedRun:
     """Train with GRPO / Dr.GRPO on ``task`` into ``args.output_dir`` (see the module docstring).
 
     ``model`` is a model object or a path TRL loads; ``reward_funcs`` are the task's reward names (default: the
     task's defaults); ``record`` is completed here (reduction, std normalisation, processes, resume point).
     ``quiet`` removes the Trainer's printing and progress-bar callbacks (callers that print their own lines).
-    ``plan`` and ``non_finite`` switch on the reliability layer (module docstring, 3).
+    ``plan`` and ``non_finite`` switch on the reliability layer (module docstring, 3). ``planned_engine``
+    (:func:`countdown_rl.runs.engine.check_launch`): the trainer's engine must be that one, or nothing trains.
     """
     from countdown_rl.runs.reliability import reliable_trainer_class, run_training, start_record
     from countdown_rl.training.trainer import CountdownGRPOTrainer
@@ -127,9 +132,15 @@ def train_grpo(
 
         trainer.remove_callback(PrinterCallback)
         trainer.remove_callback(ProgressCallback)
+    engine = describe_engine(trainer.accelerator)
+    if planned_engine is not None and not same_engine(planned_engine, engine):  # a backstop for check_launch
+        raise TrainerSetupError(f"the launch asked for {planned_engine.summary()}, but {engine.summary()} was "
+                                "built: nothing was trained")
     if trainer.accelerator.is_main_process:
+        logger.info("engine: %s", engine.summary())
         record = replace(
             record,
+            engine=engine.to_dict(),
             task=task.name,
             algorithm=args.algorithm,
             max_completion_length=args.max_completion_length,
@@ -156,3 +167,18 @@ def train_grpo(
     if trainer.accelerator.is_main_process:
         tokenizer.save_pretrained(str(Path(args.output_dir)))
     return TrainedRun(trainer, resume_from_checkpoint, trainer.state.global_step)
+
+
+def merge_saved_adapter(output_dir: str, base_model: str, **load_kwargs: Any) -> Path:
+    """Fold the LoRA adapter saved in ``output_dir`` into a fresh copy of ``base_model`` and save the full model and
+    the tokenizer to ``<output_dir>/merged`` (one process; the trainer's own model, sharded or not, is untouched).
+    ``load_kwargs`` go to ``from_pretrained`` (dtype, revision, trust_remote_code)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base = AutoModelForCausalLM.from_pretrained(base_model, **load_kwargs)
+    merged = PeftModel.from_pretrained(base, output_dir).merge_and_unload()
+    target = Path(output_dir) / "merged"
+    merged.save_pretrained(target)
+    AutoTokenizer.from_pretrained(output_dir).save_pretrained(target)
+    return target

@@ -26,6 +26,7 @@ completions for metrics and the held-out evaluation; the rewards are TRL's rewar
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import dataclass, field
 
@@ -43,8 +44,12 @@ from countdown_rl.generation.compiled import (
     trainer_generation_context,
 )
 from countdown_rl.generation.sampling import BACKENDS
+from countdown_rl.generation.vllm_sync import awake_engine, use_cpu_weight_sync
+from countdown_rl.runs.engine import enable_fsdp2_on_cpu
 from countdown_rl.runs.record import FINAL_EVAL_DIR, RunRecord
 from countdown_rl.tasks import Outcome
+
+logger = logging.getLogger(__name__)
 
 # our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
 REDUCTION_TO_LOSS_TYPE = {
@@ -251,6 +256,23 @@ class CountdownGRPOConfig(GRPOConfig):
         return self.max_completion_length if self.budget_schedule is None else budget_at(self.budget_schedule, step)
 
 
+def padded_shard(dataset, num_shards: int, index: int, *, pad: bool) -> tuple[list, int]:
+    """Shard ``index`` of ``num_shards`` contiguous shards of ``dataset`` (rows in order, every row in one shard),
+    and how many copies of the first row were added to make it as long as the longest shard (``pad``: for
+    sharded weights, where every rank must run the same generation steps). Drop that many results after.
+
+    >>> padded_shard(list(range(5)), 2, 1, pad=True)
+    ([3, 4, 0], 1)
+    >>> padded_shard(list(range(5)), 2, 1, pad=False)
+    ([3, 4], 0)
+    """
+    size, extra = divmod(len(dataset), num_shards)
+    start = index * size + min(index, extra)
+    rows = [dataset[i] for i in range(start, start + size + (index < extra))]
+    padding = size + (extra > 0) - len(rows) if pad else 0
+    return rows + [dataset[0]] * padding if padding else rows, padding
+
+
 class CountdownGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages and loss reduction come from ``countdown_rl.algorithms.grpo`` (see module docstring).
 
@@ -267,6 +289,29 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if self.args.generation_backend == "compiled":
             self._compiled_generation = build_for_trainer(self)
             self.add_callback(WarmUpCallback(self))
+        if self.use_vllm:  # vLLM's CPU backend needs its own weight sync (generation.vllm_sync); said once
+            logger.info("vLLM weight sync: %s", use_cpu_weight_sync(self.vllm_generation))
+
+    def create_accelerator_and_postprocess(self):
+        # accelerate builds DDP for a multi-process CPU launch whatever it asked for; FSDP2 runs there (runs.engine)
+        _ = self.args.device  # set up once here: transformers resets accelerate's state then, so not after the mark
+        super().create_accelerator_and_postprocess()
+        if enable_fsdp2_on_cpu(self.accelerator, self.args.use_cpu):
+            self.is_fsdp_enabled = True  # what transformers derives from the state's plugin, before any prepare()
+            if self.accelerator.state.fsdp_plugin.activation_checkpointing and self.args.gradient_checkpointing:
+                raise ValueError("fsdp_activation_checkpointing and gradient_checkpointing: choose one")
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        # transformers 5.17 loads optimizer.pt with map_location=args.device when world_size > 1: "cpu:N" in a
+        # multi-process CPU job, a location torch.load cannot restore to. Plain "cpu" is the same memory.
+        device = self.args.device
+        if checkpoint is None or device.type != "cpu" or device.index is None:
+            return super()._load_optimizer_and_scheduler(checkpoint)
+        self.args.__dict__["_setup_devices"] = torch.device("cpu")  # the cached_property behind args.device
+        try:
+            return super()._load_optimizer_and_scheduler(checkpoint)
+        finally:
+            self.args.__dict__["_setup_devices"] = device
 
     # -- generation (generation_backend: compiled) ----------------------------------------------------------
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
@@ -381,13 +426,17 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
     def evaluate_task(self, dataset, final: bool = False):
         """Score ``dataset`` greedily at the current budget (``max_completion_length``, or the schedule's budget at
-        this step); each process takes a shard, results are gathered.
+        this step); each process takes a contiguous shard, results are gathered once, in row order.
 
         With ``final=True`` the results also go to ``<output_dir>/eval`` (eval.json, eval.md, samples.jsonl).
-        Generation uses the unwrapped model with transformers (not vLLM), so it suits held-out subsets; under
-        DeepSpeed ZeRO-3 (sharded weights) run the final evaluation with ``countdown-rl eval`` instead.
+        Generation uses the colocated vLLM engine with ``use_vllm`` (colocate mode, one engine per process; synced
+        to the current weights first), else transformers (or the compiled backend). Under
+        sharded weights (FSDP, DeepSpeed ZeRO-3) every forward is a collective: TRL's ``unwrap_model_for_generation``
+        gathers ZeRO-3's weights, transformers keeps finished ranks stepping (``synced_gpus``), and the shards are
+        padded to one length so every rank runs the same batches (:func:`padded_shard`).
         """
         from accelerate.utils import gather_object
+        from trl.models import unwrap_model_for_generation
 
         from countdown_rl.evaluation.eval_files import eval_meta, write_eval_outputs
         from countdown_rl.evaluation.scoring import evaluate_puzzles, summarise
@@ -395,29 +444,39 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if self.task is None:
             raise ValueError("evaluate_task needs the trainer's task (CountdownGRPOTrainer(..., task=get_task(name)))")
         budget = self.args.completion_budget(self.state.global_step)
-        shard = dataset.shard(self.accelerator.num_processes, self.accelerator.process_index, contiguous=True)
-        model = self.accelerator.unwrap_model(self.model)
+        sharded = self.is_fsdp_enabled or (self.is_deepspeed_enabled
+                                           and self.accelerator.state.deepspeed_plugin.zero_stage == 3)
+        rows, padding = padded_shard(dataset, self.accelerator.num_processes, self.accelerator.process_index,
+                                     pad=sharded)
         compiled = self._compiled_generation
-        compiled = compiled if compiled is not None and compiled.active else None
+        compiled = compiled if compiled is not None and compiled.active and not sharded else None
+        vllm = self.use_vllm and self.args.vllm_mode == "colocate" and self.args.vllm_tensor_parallel_size == 1
+        if vllm and self.state.global_step != self._last_loaded_step:  # TRL's rollouts sync the same way
+            self.vllm_generation.sync_weights()
+            self._last_loaded_step = self.state.global_step
+        backend = "vllm" if vllm else "compiled" if compiled else "transformers"
         # Compiled: generate in training's context (same hooks, so the same compiled graph).
-        with trainer_generation_context(self) if compiled else contextlib.nullcontext():
+        with (trainer_generation_context(self) if compiled else contextlib.nullcontext(),
+              awake_engine(self.vllm_generation) if vllm else contextlib.nullcontext() as engine,
+              unwrap_model_for_generation(self.model_wrapped, self.accelerator,
+                                          gather_deepspeed3_params=self.args.ds3_gather_for_generation) as model):
             _, samples = evaluate_puzzles(
-                model,
+                model if engine is None else engine,
                 self.processing_class,
-                list(shard),
+                rows,
                 max_tokens=budget,
                 task=self.task,
                 batch_size=self.args.per_device_eval_batch_size,
                 chat_template_kwargs=self.chat_template_kwargs,
                 show_progress=final,
-                backend="compiled" if compiled else "transformers",
+                backend=backend,
                 compiled=compiled,
             )
-        samples = gather_object(samples)
+        samples = gather_object(samples[:len(samples) - padding])
         result = summarise(samples, max_tokens=budget, num_samples=1)
         if final and self.accelerator.is_main_process:
             meta = eval_meta(task=self.task.name, model=self.args.output_dir, num_puzzles=len(dataset),
-                             backend="compiled" if compiled else "transformers", stage="final")
+                             backend=backend, stage="final")
             write_eval_outputs(os.path.join(self.args.output_dir, FINAL_EVAL_DIR), [result],
                                {budget: samples}, meta)
         return result

@@ -1,0 +1,336 @@
+"""Sharded and multi-process runs: the engine asked for runs or is refused, one job per output directory.
+
+1. The launch check (``countdown_rl.runs.engine``): what the launcher's environment asks for against what would
+   run, as a table; the engine's one-line summary.
+2. The output directory's lock (``countdown_rl.runs.guard``): a second job is refused while the first lives, a dead
+   owner never blocks; two ``countdown-rl train`` released by one barrier: exactly one runs.
+3. Sharded evaluation: contiguous shards padded to one length count every row once.
+4. Real launches on the CPU (slow tier): FSDP2 over two gloo processes through the shipped
+   ``accelerate_configs/fsdp.yaml`` trains, evaluates in training and at the end (7 rows over 2 processes), saves
+   a full checkpoint, stops on a signal and resumes bit-exactly; its weights equal DDP's on the same launch (DDP's
+   equal one process's at the same global batch: tests/test_trainer_training.py); the final ``eval/`` equals a
+   one-process ``countdown-rl eval`` of the saved model on the same rows. LoRA under FSDP2. DDP's stop and resume.
+   Launches that would run something else are refused in one line with no model written.
+
+DeepSpeed is not installed here (its launcher needs the package, and ZeRO does not run on the CPU): its refusal
+is tested through accelerate's own launcher (which stops first) and, with the environment accelerate's DeepSpeed
+launcher would hand over, through ours.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from countdown_rl.runs.engine import Engine, LaunchError, check_launch
+from countdown_rl.runs.guard import LOCK_FILE, OutputDirError, claim_output_dir, release_output_dir
+from countdown_rl.training.trainer import padded_shard
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
+SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
+FSDP = ROOT / "accelerate_configs" / "fsdp.yaml"
+FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+       "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+ERROR = "countdown-rl train: error: "
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. The launch check
+# ---------------------------------------------------------------------------------------------------------------
+
+REFUSED = {
+    # id: (use_cpu, launcher environment, words of the one line)
+    "processes-that-would-each-train-alone": (False, {"WORLD_SIZE": "2", "LOCAL_RANK": "0"},
+                                              ["2 processes were launched", "--use_cpu true"]),
+    "slurm-tasks-that-are-not-one-job": (True, {"SLURM_STEP_NUM_TASKS": "2"},
+                                         ["one of 2 SLURM tasks", "job of 1 process", "torchrun per node"]),
+    "deepspeed-on-the-cpu": (True, {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3",
+                                    "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, ["DeepSpeed cannot run on the CPU", "DDP"]),
+    "fsdp1-on-the-cpu": (True, {"ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "1", "WORLD_SIZE": "2"},
+                         ["FSDP1 on the CPU", "fsdp_version: 2"]),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_launches_that_would_run_something_else_are_refused_in_one_line(case):
+    use_cpu, env, words = REFUSED[case]
+    with pytest.raises(LaunchError) as caught:
+        check_launch(use_cpu, env, has_gpu=False)
+    message = str(caught.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+@pytest.mark.parametrize("env, has_gpu, summary", [
+    ({}, False, "one process (cpu)"),
+    ({"WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": "0"}, False,
+     "DDP over 2 processes on 1 node (gloo, cpu)"),
+    ({"ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
+      "LOCAL_RANK": "0", "SLURM_STEP_NUM_TASKS": "2"}, False, "FSDP2 over 4 processes on 2 nodes (gloo, cpu)"),
+    ({"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3", "WORLD_SIZE": "8",
+      "LOCAL_WORLD_SIZE": "8", "LOCAL_RANK": "0"}, True, "DeepSpeed ZeRO-3 over 8 processes on 1 node (nccl, cuda)"),
+])
+def test_the_planned_engine_names_what_runs(env, has_gpu, summary):
+    engine = check_launch(not has_gpu, env, has_gpu=has_gpu)
+    assert isinstance(engine, Engine) and engine.summary() == summary
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. One output directory, one job
+# ---------------------------------------------------------------------------------------------------------------
+
+HOLDER = """
+import sys, time
+from countdown_rl.runs.guard import claim_output_dir, confirm_claim
+claim_output_dir(sys.argv[1]); confirm_claim(sys.argv[1])
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_live_owner_refuses_a_second_job_and_a_dead_one_does_not(tmp_path):
+    out = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(OutputDirError) as caught:
+            claim_output_dir(out)
+        message = str(caught.value)
+        assert f"output_dir {out}: in use by another job" in message and f"pid {holder.pid}" in message
+        holder.send_signal(signal.SIGKILL)  # a crash: no clean-up ran, the kernel released the lock
+        holder.wait(timeout=30)
+        claim_output_dir(out)
+        release_output_dir(out)
+    finally:
+        holder.kill()
+    assert (out / LOCK_FILE).is_file()  # the claim's file stays with the folder it was left in
+
+
+def test_a_refused_claim_leaves_a_new_folder_as_it_found_it(tmp_path):
+    out = tmp_path / "new"
+    claim_output_dir(out)
+    release_output_dir(out, refused=True)
+    assert not out.exists()
+
+
+def _train_at_the_barrier(barrier, argv, queue):
+    """One `countdown-rl train` in this process, started when both processes reach the barrier."""
+    import contextlib
+    import io
+
+    from countdown_rl.commands.train import main
+
+    err = io.StringIO()
+    barrier.wait(timeout=60)
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    queue.put((code, [line for line in err.getvalue().splitlines() if line.startswith(ERROR)]))
+
+
+@pytest.mark.slow  # two trainings started together (one of them refused before loading)
+def test_two_jobs_started_at_the_same_instant_on_one_output_dir(tiny_model_dir, puzzles, tmp_path):
+    out = tmp_path / "run"
+    argv = ["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
+            "--output_dir", str(out), "--max_steps", "2", "--final_eval_size", "2"]
+    context = multiprocessing.get_context("spawn")
+    barrier, queue = context.Barrier(2), context.Queue()
+    jobs = [context.Process(target=_train_at_the_barrier, args=(barrier, argv, queue)) for _ in range(2)]
+    for job in jobs:
+        job.start()
+    results = sorted(queue.get(timeout=300) for _ in jobs)
+    for job in jobs:
+        job.join(timeout=60)
+    (ran, ran_errors), (refused, refused_errors) = results
+    assert ran == 0 and not ran_errors
+    assert refused == 2 and len(refused_errors) == 1 and "in use by another job" in refused_errors[0]
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["status"]["state"] == "finished" and info["status"]["step"] == 2
+    assert (out / "model.safetensors").is_file() and (out / "eval" / "eval.json").is_file()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 3. Sharded evaluation
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows", [0, 1, 5, 7, 8])
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_padded_shards_have_one_length_and_count_every_row_once(rows, shards):
+    data = list(range(rows))
+    parts = [padded_shard(data, shards, i, pad=True) for i in range(shards)]
+    assert len({len(part) for part, _ in parts}) == 1  # every rank runs the same batches
+    kept = [x for part, padding in parts for x in part[:len(part) - padding]]
+    assert kept == data  # in order, each once, after dropping the padding
+    assert [p for p, _ in (padded_shard(data, shards, i, pad=False) for i in range(shards))] == [
+        part[:len(part) - padding] for part, padding in parts]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Real launches on the CPU
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def launch(launcher: list[str], script: list[str], *train_args: str, timeout: int = 400):
+    command = [sys.executable, "-m", "accelerate.commands.launch", *launcher, "--main_process_port", str(free_port()),
+               *script, *train_args]
+    return subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+FSDP2_LAUNCH = ["--config_file", str(FSDP), "--num_processes", "2", "--mixed_precision", "no"]
+DDP_LAUNCH = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+              "--dynamo_backend", "no"]
+
+
+def fault_run(launcher, fault, model, puzzles, out, *extra):
+    return launch(launcher, [str(FAULT_RUN), fault, "--"], "--config", str(SMOKE), "--model_name_or_path",
+                  str(model), "--dataset_name", str(puzzles), "--output_dir", str(out), "--eval_strategy", "steps",
+                  "--eval_steps", "2", "--eval_subset_size", "5", "--final_eval_size", "7", *extra)
+
+
+def weights(folder: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(folder / "model.safetensors")
+
+
+def completions(folder: Path) -> list[tuple]:
+    rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+    return [(tuple(r["nums"]), r["target"], r["completion"]) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def fsdp2_runs(tiny_model_dir, puzzles, tmp_path_factory):
+    """FSDP2 uninterrupted; FSDP2 stopped by SIGTERM at step 3 and resumed; DDP on the same launch shape."""
+    base = tmp_path_factory.mktemp("fsdp2")
+    full, resumed, ddp = base / "full", base / "resumed", base / "ddp"
+    runs = {"full": fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, full),
+            "stopped": fault_run(FSDP2_LAUNCH, "signal:generation:3:TERM", tiny_model_dir, puzzles, resumed),
+            "ddp": fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, ddp)}
+    runs["resumed"] = fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, resumed, "--resume", "true")
+    return runs, full, resumed, ddp
+
+
+@pytest.mark.slow
+def test_fsdp2_on_the_cpu_trains_evaluates_saves_and_says_so(fsdp2_runs):
+    runs, full, _, _ = fsdp2_runs
+    assert runs["full"].returncode == 0, runs["full"].stderr[-3000:]
+    first = next(line for line in runs["full"].stderr.splitlines() if "countdown_rl" in line)
+    assert "engine: FSDP2 over 2 processes on 1 node (gloo, cpu)" in first  # the log's first line of ours
+    assert "reducer" not in runs["full"].stderr  # no DDP reducer: the model was not wrapped in DDP
+    info = json.loads((full / "run_info.json").read_text())
+    assert info["engine"]["kind"] == "FSDP" and info["engine"]["version"] == 2
+    assert info["num_processes"] == 2 and info["status"]["state"] == "finished"
+    # in-training evaluation at step 2 and 4 (5 rows over 2 ranks), final evaluation of 7 rows over 2 ranks
+    history = json.loads((full / "trainer_state.json").read_text())["log_history"]
+    assert [h["step"] for h in history if "eval_accuracy" in h] == [2, 4]
+    final = json.loads((full / "eval" / "eval.json").read_text())
+    assert final["results"][0]["num_puzzles"] == 7 and len(completions(full / "eval")) == 7
+    assert len(set(completions(full / "eval"))) == 7  # every row once
+    # a full checkpoint: an ordinary HF model (plus the FSDP optimizer), loadable by transformers
+    assert (full / "checkpoint-4" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_fsdp2_resumes_bit_exactly_and_equals_ddp(fsdp2_runs):
+    runs, full, resumed, ddp = fsdp2_runs
+    assert runs["stopped"].returncode != 0 and "interrupted by SIGTERM at step 3" in runs["stopped"].stderr
+    assert runs["resumed"].returncode == 0, runs["resumed"].stderr[-3000:]
+    assert runs["resumed"].stderr.count("fault_run: 1 steps generated") == 2  # both ranks ran only step 4
+    a, b = weights(full), weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert runs["ddp"].returncode == 0, runs["ddp"].stderr[-3000:]
+    c = weights(ddp)  # FSDP2 also saves the tied lm_head; DDP's keys are a subset
+    moved = [k for k in c if not torch.equal(c[k], weights(full / "checkpoint-2")[k])]
+    assert moved, "training must move the weights for the comparison to mean anything"
+    for key in c:  # same sampled rollouts per rank, same all-reduced gradients: equal to float rounding
+        torch.testing.assert_close(a[key], c[key], rtol=1e-5, atol=1e-7)
+    assert completions(full / "eval") == completions(ddp / "eval")
+
+
+@pytest.mark.slow
+def test_fsdp2_final_evaluation_equals_one_process_eval_of_the_saved_model(fsdp2_runs, puzzles, tmp_path):
+    _, full, _, _ = fsdp2_runs
+    out = tmp_path / "eval"
+    done = subprocess.run(
+        [sys.executable, "-m", "countdown_rl.commands.evaluate", "--model", str(full), "--dataset_name", str(puzzles),
+         "--test_size", "16", "--split_seed", "42", "--prompt_template", "r1_zero", "--num_puzzles", "7",
+         "--max_tokens", "16", "--output_dir", str(out), "--no_progress"],
+        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert completions(out) == completions(full / "eval")
+
+
+@pytest.mark.slow
+def test_lora_under_fsdp2(tiny_model_dir, puzzles, tmp_path):
+    out = tmp_path / "lora"
+    done = launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], "--config", str(SMOKE_LORA),
+                  "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out),
+                  "--max_steps", "2", "--final_eval_size", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["engine"]["summary"].startswith("FSDP2") and info["use_peft"] and info["status"]["state"] == "finished"
+    assert (out / "adapter_model.safetensors").is_file() and (out / "merged" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_two_ddp_processes_stop_together_and_resume_bit_exactly(tiny_model_dir, puzzles, tmp_path):
+    """The resume that transformers 5.17 broke on the CPU (optimizer.pt mapped to 'cpu:0'), fixed in the trainer."""
+    full, resumed = tmp_path / "full", tmp_path / "resumed"
+    assert fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, full, "--eval_strategy", "no").returncode == 0
+    stopped = fault_run(DDP_LAUNCH, "signal:generation:3:TERM", tiny_model_dir, puzzles, resumed,
+                        "--eval_strategy", "no")
+    assert "interrupted by SIGTERM at step 3" in stopped.stderr
+    done = fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, resumed, "--eval_strategy", "no", "--resume", "true")
+    assert done.returncode == 0, done.stderr[-3000:]
+    a, b = weights(full), weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((resumed / "run_info.json").read_text())["engine"]["summary"].startswith("DDP over 2")
+
+
+@pytest.mark.slow
+def test_real_launches_that_would_run_something_else_are_refused(tiny_model_dir, puzzles, tmp_path):
+    args = ["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles)]
+    # use_cpu false without a GPU: two one-process runs in one folder, were it not refused
+    out = tmp_path / "alone"
+    done = launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], *args, "--output_dir", str(out),
+                  "--use_cpu", "false", timeout=200)
+    errors = [line for line in done.stderr.splitlines() if line.startswith(ERROR)]
+    assert done.returncode != 0 and len(errors) == 1 and "each would train alone" in errors[0], done.stderr[-2000:]
+    assert not out.exists()
+    # DeepSpeed (ZeRO-3) on the CPU, with the environment accelerate's DeepSpeed launcher hands to each process
+    out = tmp_path / "zero3"
+    env = {**ENV, "ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"}
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                str(free_port()), "-m", "countdown_rl.commands.train"]
+    done = subprocess.run([*torchrun, *args, "--output_dir", str(out)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=200)
+    errors = [line for line in done.stderr.splitlines() if line.startswith(ERROR)]
+    assert done.returncode != 0 and len(errors) == 1 and "DeepSpeed cannot run on the CPU" in errors[0]
+    assert not out.exists()
+    # the shipped ZeRO-3 config: accelerate's launcher stops first without the deepspeed package
+    if not _has_deepspeed():
+        done = launch(["--config_file", str(ROOT / "accelerate_configs" / "zero3.yaml"), "--num_processes", "2"],
+                      ["-m", "countdown_rl.commands.train"], *args, "--output_dir", str(out), timeout=200)
+        assert done.returncode != 0 and "DeepSpeed is not installed" in done.stderr and not out.exists()
+
+
+def _has_deepspeed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("deepspeed") is not None
+
