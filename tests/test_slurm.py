@@ -174,7 +174,9 @@ CASES = {
     "accelerate-scancel-term": ({"time": "00:10:00", "signal_seconds": 60}, True, "TERM"),
     "scancel": ({"time": "00:10:00", "signal_seconds": 60}, False, "cancel"),
 }
-STEPS = 600  # ~100 s alone on one core: longer than a 1-minute limit (plus up to 30 s of slurmctld's check) allows
+# 44 s for 600 steps on an idle machine (CI): the early signal, 30-90 s after the start, came after the end. 2000
+# steps (~150 s idle, more when the five tasks share two cores) outlast that window and a 1-minute limit alike.
+STEPS = 2000
 
 
 @pytest.fixture(scope="module")
