@@ -301,13 +301,18 @@ def signal_then_await_the_requeued_end(slurm, job: str, checkpoint: Path, signal
     return slurm.job(job), (logs / f"slurm-{job}.out").read_text(errors="replace")
 
 
+# Runs long enough for the test's signal, sent about a second after an early checkpoint appears: 40 steps (4 s on an
+# idle machine) ended before it in CI. Also the multi-node run's length.
+README_STEPS = 400
+
+
 def test_the_readme_single_run_example_as_written(slurm, tiny_model_dir, puzzles, tmp_path):
     script = readme_single_run_script()
     recipe = "recipes/countdown/qwen3-1.7b/grpo_512.yaml"
     assert script.count(recipe) == 1 and (ROOT / recipe).is_file()
     out = tmp_path / "run"
     ours = (f"{SMOKE} --model_name_or_path {tiny_model_dir} --dataset_name {puzzles} --output_dir {out} "
-            f"--max_steps 40 --final_eval_size 4")
+            f"--max_steps {README_STEPS} --final_eval_size 4")
     (tmp_path / "job.sbatch").write_text(script.replace(recipe, ours))
     # the README's --signal lead (600 s) would fire at once under a short limit: the test signals like SLURM would
     job = slurm.sbatch("--time=10", "--signal=USR1@5", f"--output={tmp_path}/slurm-%j.out", str(tmp_path / "job.sbatch"),
@@ -316,7 +321,7 @@ def test_the_readme_single_run_example_as_written(slurm, tiny_model_dir, puzzles
     assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1", (info, log[-3000:])
     [(step, checkpoint)] = re.findall(r"interrupted by SIGUSR1 at step (\d+); checkpoint (\S+) saved", log)
     record = run_info(out)
-    assert record["status"]["state"] == "finished" and record["status"]["step"] == 40
+    assert record["status"]["state"] == "finished" and record["status"]["step"] == README_STEPS
     assert record["resumed_from"] == checkpoint == str(out / f"checkpoint-{step}")
 
 
@@ -330,7 +335,7 @@ def test_the_multinode_script_forms_one_run_that_requeues_and_resumes(slurm, tin
     out = tmp_path / "run"
     job = slurm.sbatch("--time=10", "--signal=TERM@5", f"--output={tmp_path}/slurm-%j.out", str(MULTINODE),
                        "--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
-                       str(puzzles), "--output_dir", str(out), "--max_steps", "30", "--final_eval_size", "4",
+                       str(puzzles), "--output_dir", str(out), "--max_steps", str(README_STEPS), "--final_eval_size", "4",
                        cwd=tmp_path, env=env)
     info, log = signal_then_await_the_requeued_end(slurm, job, out / "checkpoint-4", "TERM", tmp_path)
     assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1" and info["NumNodes"] == "2", log[-3000:]
@@ -338,7 +343,7 @@ def test_the_multinode_script_forms_one_run_that_requeues_and_resumes(slurm, tin
     [(step, checkpoint)] = re.findall(r"interrupted by SIGTERM at step (\d+); checkpoint (\S+) saved", log)
     record = run_info(out)
     assert record["num_processes"] == 2 and record["engine"]["summary"] == "DDP over 2 processes on 2 nodes (gloo, cpu)"
-    assert record["status"]["state"] == "finished" and record["status"]["step"] == 30
+    assert record["status"]["state"] == "finished" and record["status"]["step"] == README_STEPS
     assert record["resumed_from"] == checkpoint == str(out / f"checkpoint-{step}")
 
 
