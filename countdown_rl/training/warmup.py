@@ -5,10 +5,14 @@ advantage is zero). The CPU demo and the toy studies therefore start from a brie
 
 1. :func:`task_examples` pairs each row's prompt (the task's template) with the task's demonstration
    (:meth:`countdown_rl.tasks.base.Task.demonstration`, e.g. ``<answer>4821</answer>`` for format_copy).
-2. :func:`sft_warmup` runs TRL's ``SFTTrainer`` on them (loss on the completion only, EOS appended), a short
-   constant-rate run that is stopped early on purpose, and saves model and tokenizer.
-3. ``countdown-rl warmup --task NAME --out DIR`` (:mod:`countdown_rl.commands.warmup`) does both on the tiny
-   offline Qwen3 and the task's generated rows: the starting point of the CPU recipes.
+2. :func:`sft_examples` writes them as TRL's SFT expects: a plain prompt gets the EOS appended to its completion; a
+   chat prompt (a list of messages) gets its completion as the assistant's message, so the model's own chat
+   template renders both and the end of the turn is the template's.
+3. :func:`sft_warmup` runs TRL's ``SFTTrainer`` on them (loss on the completion only), a short constant-rate run
+   that is stopped early on purpose, and saves model and tokenizer.
+4. ``countdown-rl warmup --task NAME --out DIR`` (:mod:`countdown_rl.commands.warmup`) does both on the tiny
+   offline Qwen3 (or ``--model``: a folder, Hub id, ``.gguf`` file or ``smollm2``) and the task's generated rows:
+   the starting point of the CPU recipes.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from countdown_rl.tasks.base import Task
 
-__all__ = ["sft_warmup", "task_examples"]
+__all__ = ["sft_examples", "sft_trainer", "sft_warmup", "task_examples"]
+
 
 def task_examples(task: Task, rows: Sequence[Mapping[str, Any]], template: str | None = None) -> list[dict]:
     """``{"prompt", "completion"}`` pairs: the task's prompt and demonstration of each (prepared) row.
@@ -30,10 +35,28 @@ def task_examples(task: Task, rows: Sequence[Mapping[str, Any]], template: str |
     >>> task_examples(task, [{"nums": [2, 3], "target": 6}])[0]["completion"].endswith("<answer>2 * 3</answer>")
     True
     """
-    return [{"prompt": task.prompt(row, template), "completion": task.demonstration(row)} for row in rows]
+    return [{"prompt": task.prompt(row, template), "completion": task.demonstration(row, template)} for row in rows]
 
 
-def sft_warmup(
+def sft_examples(examples: Sequence[Mapping[str, Any]], eos_token: str) -> list[dict]:
+    """TRL's prompt-completion rows: a plain prompt's completion ends with ``eos_token``; a chat prompt's completion
+    is the assistant's message (its chat template ends the turn).
+
+    >>> sft_examples([{"prompt": "2 3 -> 6:", "completion": "2 * 3"}], "</s>")[0]["completion"]
+    '2 * 3</s>'
+    >>> sft_examples([{"prompt": [{"role": "user", "content": "2 3 -> 6"}], "completion": "2 * 3"}], "</s>")[0][
+    ...     "completion"]
+    [{'role': 'assistant', 'content': '2 * 3'}]
+    """
+    rows = []
+    for e in examples:
+        chat = isinstance(e["prompt"], list)
+        completion = [{"role": "assistant", "content": e["completion"]}] if chat else e["completion"] + eos_token
+        rows.append({"prompt": e["prompt"], "completion": completion})
+    return rows
+
+
+def sft_trainer(
     base_dir: str | Path,
     out_dir: str | Path,
     examples: Sequence[Mapping[str, Any]],
@@ -44,10 +67,10 @@ def sft_warmup(
     seed: int = 0,
     callbacks: Sequence[Any] = (),
     max_length: int = 256,
-) -> Path:
-    """SFT the model in ``base_dir`` on ``examples`` (prompt + completion, EOS appended, loss on the completion
-    only) for ``steps`` steps; saves model and tokenizer to ``out_dir`` and returns it. The Trainer's own printing
-    is off; ``callbacks`` (e.g. a progress printer) are added."""
+    use_cpu: bool = True,
+):
+    """TRL's ``SFTTrainer`` for the model in ``base_dir`` on ``examples`` (:func:`sft_examples`, loss on the
+    completion only), ``steps`` steps, its own printing off and ``callbacks`` added; not yet trained."""
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -57,7 +80,7 @@ def sft_warmup(
         raise ValueError(f"steps must be positive, got {steps}")
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
-    rows = [{"prompt": e["prompt"], "completion": e["completion"] + tokenizer.eos_token} for e in examples]
+    rows = sft_examples(examples, tokenizer.eos_token)
     set_seed(seed)
     args = SFTConfig(
         output_dir=str(out),
@@ -75,7 +98,7 @@ def sft_warmup(
         logging_steps=max(1, steps // 20),
         save_strategy="no",
         report_to="none",
-        use_cpu=True,
+        use_cpu=use_cpu,
         bf16=False,
         seed=seed,
         data_seed=seed,
@@ -91,7 +114,15 @@ def sft_warmup(
     trainer.remove_callback(ProgressCallback)
     for callback in callbacks:
         trainer.add_callback(callback)
+    return trainer
+
+
+def sft_warmup(base_dir: str | Path, out_dir: str | Path, examples: Sequence[Mapping[str, Any]], *, steps: int,
+               **options: Any) -> Path:
+    """SFT the model in ``base_dir`` on ``examples`` (:func:`sft_trainer`; ``options`` are its keywords); saves
+    model and tokenizer to ``out_dir`` and returns it."""
+    trainer = sft_trainer(base_dir, out_dir, examples, steps=steps, **options)
     trainer.train()
-    trainer.save_model(str(out))
-    tokenizer.save_pretrained(str(out))
-    return out
+    trainer.save_model(str(out_dir))
+    trainer.processing_class.save_pretrained(str(out_dir))
+    return Path(out_dir)

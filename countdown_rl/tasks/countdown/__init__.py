@@ -105,11 +105,13 @@ class CountdownTask(Task):
         # partial keeps the functions picklable and TRL names them after the wrapped function.
         return {name: functools.partial(func, unary_minus=True) for name, func in REWARD_FUNCS.items()}
 
-    def demonstration(self, row: Mapping[str, Any]) -> str:
+    def demonstration(self, row: Mapping[str, Any], template: str | None = None) -> str:
         from countdown_rl.tasks.countdown.puzzles import solver_trace
 
-        # The r1_zero prompt opens <think>: the demonstration continues inside it.
-        return solver_trace([int(x) for x in row["nums"]], int(row["target"]), open_think=False)
+        # The r1_zero prompt opens <think>: the demonstration continues inside it. The chat one asks the assistant
+        # to open it.
+        open_think = (template or self.default_template) != "r1_zero"
+        return solver_trace([int(x) for x in row["nums"]], int(row["target"]), open_think=open_think)
 
     def generate(self, n: int, seed: int = 0) -> list[dict[str, Any]]:
         from countdown_rl.tasks.countdown.puzzles import generate_countdown
