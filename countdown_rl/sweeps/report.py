@@ -16,13 +16,13 @@
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from countdown_rl.evaluation.paired import mcnemar_exact
 from countdown_rl.evaluation.report import ReportError, Run, csv_text, load_run, save_figure, series, smooth
 from countdown_rl.files import render_markdown_table, write_atomic
 from countdown_rl.sweeps.spec import read_status
@@ -200,21 +200,6 @@ def paired_test(sweep: Sweep, point_a: str, point_b: str) -> dict[str, Any]:
             only_a += a.correct_rows[row] and not b.correct_rows[row]
             only_b += b.correct_rows[row] and not a.correct_rows[row]
     return {"only_a": only_a, "only_b": only_b, "pairs": pairs, "p_value": mcnemar_exact(only_a, only_b)}
-
-
-def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value: the binomial(n = only_a + only_b, 1/2) tail of the smaller count, doubled.
-
-    >>> round(mcnemar_exact(38, 22), 3)
-    0.052
-    >>> mcnemar_exact(0, 0)
-    1.0
-    """
-    n, k = only_a + only_b, min(only_a, only_b)
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    return min(1.0, 2 * tail)
 
 
 def _fmt(mean: float | None, sd: float | None, digits: int, suffix: str = "") -> str:
