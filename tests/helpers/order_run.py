@@ -46,8 +46,13 @@ def main():
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(seen, f)
     if dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
+        dist.barrier()  # every rank is done, its file written
+    # Leave without tearing down: freeing the DDP reducer destroys the gloo process group, which joins its worker
+    # thread while holding the GIL, and that thread may need the GIL to free the barrier's tensors. That deadlock
+    # hung rank 1 of this helper once in CI (torch 2.13), after its file was written.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
