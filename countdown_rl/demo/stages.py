@@ -136,10 +136,10 @@ class DemoConfig:
     template: str = "r1_zero"  # the prompts' template: "chat" for an instruct model
     lora: bool = False  # RL trains a LoRA adapter on the SFT model
     transfer_budgets: tuple[int, ...] = ()  # also evaluated on the assignment's puzzles at these budgets
+    num_transfer: int = 0
     # RL's forwards and backwards under bf16 autocast (the weights and the optimiser stay fp32): on a CPU with bf16
     # kernels a step costs ~0.7x an fp32 one; vLLM's rollouts are bf16 either way
     bf16: bool = False
-    num_transfer: int = 0
 
 
 def quick_config(**overrides: Any) -> DemoConfig:

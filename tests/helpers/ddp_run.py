@@ -9,7 +9,6 @@ import os
 import sys
 
 import torch
-import torch.distributed as dist
 import trl.trainer.grpo_trainer as grpo_trainer_module
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -17,6 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
+from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
 from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
 
 
@@ -48,14 +48,7 @@ def main():
         history = [h for h in trainer.state.log_history if "loss" in h]
         with open(out_path, "w") as f:
             json.dump({k: [h[k] for h in history] for k in ("loss", "reward", "grad_norm")}, f)
-    if dist.is_initialized():
-        dist.barrier()  # every rank is done, its file written
-    # Leave without tearing down: freeing the DDP reducer destroys the gloo process group, which joins its worker
-    # thread while holding the GIL, and that thread may need the GIL to free the barrier's tensors. That deadlock
-    # hung rank 1 of this helper once in CI (torch 2.13), after its file was written.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_after_barrier()
 
 
 if __name__ == "__main__":

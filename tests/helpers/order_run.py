@@ -10,13 +10,13 @@ import os
 import sys
 
 import torch
-import torch.distributed as dist
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.training.data import prepare_dataset  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
+from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
 
 
 def main():
@@ -45,14 +45,7 @@ def main():
     trainer.train()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(seen, f)
-    if dist.is_initialized():
-        dist.barrier()  # every rank is done, its file written
-    # Leave without tearing down: freeing the DDP reducer destroys the gloo process group, which joins its worker
-    # thread while holding the GIL, and that thread may need the GIL to free the barrier's tensors. That deadlock
-    # hung rank 1 of this helper once in CI (torch 2.13), after its file was written.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_after_barrier()
 
 
 if __name__ == "__main__":
