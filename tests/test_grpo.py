@@ -40,6 +40,22 @@ def test_equal_rewards_give_zero_advantages_and_count_as_zero_std():
     assert stats["frac_zero_std_groups"] == 0.5
 
 
+def test_a_group_scored_all_alike_gets_exactly_zero_even_where_its_mean_rounds():
+    # eight float32 0.1s average to 0.10000001; divided by std + eps that residue was a ~1e-4 advantage
+    for std_normalization in ("group", "batch", "none"):
+        adv, _ = grpo.group_advantages(torch.tensor([0.1] * 8 + [1.0] + [0.1] * 7), 8,
+                                       std_normalization=std_normalization)
+        assert adv[:8].tolist() == [0.0] * 8 and adv[8] > 0 and adv[9] < 0
+    adv, _ = grpo.group_advantages(torch.tensor([0.1, float("nan")] * 4), 8)
+    assert adv.tolist() == [0.0] * 8
+
+
+def test_learning_rows_are_the_non_zero_advantages_or_one_stand_in():
+    assert grpo.learning_rows(torch.tensor([0.0, -0.5, 2.0, 0.0])).tolist() == [1, 2]
+    assert grpo.learning_rows(torch.zeros(4)).tolist() == [0]
+    assert grpo.learning_rows(torch.tensor([[0.0, 0.0], [0.0, 3.0]])).tolist() == [1]
+
+
 def test_no_baseline_keeps_raw_rewards_and_batch_std_divides_by_one_std():
     rewards = torch.tensor([1.0, 0.0, 0.5, 0.5])
     adv, _ = grpo.group_advantages(rewards, 2, baseline="none", std_normalization="none")

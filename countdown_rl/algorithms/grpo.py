@@ -5,7 +5,7 @@ One GRPO step, for a batch of prompts each answered ``group_size`` times:
 1. Score every completion: a scalar reward r_i (NaN marks a completion no reward function could score).
 2. Advantages per group: A_i = r_i - mean(group) (the baseline; or no baseline at all: plain REINFORCE), then
    divided by (std + eps) for GRPO, left as is for Dr.GRPO. std is the *unbiased* (n - 1) standard deviation, as
-   ``torch.std`` and TRL use, over the group or over the whole batch.
+   ``torch.std`` and TRL use, over the group or over the whole batch. A group scored all alike gets exactly 0.
 3. Per-token clipped surrogate: ratio_t = exp(logp_new - logp_old), loss_t = -min(A * ratio_t, A * clip(ratio_t)).
 4. Reduce the (B, T) token losses to one scalar over the response mask:
    - ``masked_mean``: mean over each response's tokens, then over the batch (GRPO; short responses weigh more per
@@ -72,6 +72,12 @@ def group_advantages(
     group_std = _nanstd(grouped, dim=1) if group_size > 1 else torch.zeros(grouped.size(0), dtype=rewards.dtype)
     if baseline == "group_mean":
         centred = grouped - torch.nanmean(grouped, dim=1, keepdim=True)
+        # A group scored all alike has nothing to learn from, but its mean's rounding (eight float32 0.1s average
+        # to 0.10000001) divided by std + eps ~ 1e-4 would give every sample an advantage of ~1e-4: exactly 0.
+        valid = ~torch.isnan(grouped)
+        top = torch.where(valid, grouped, float("-inf")).amax(dim=1, keepdim=True)
+        bottom = torch.where(valid, grouped, float("inf")).amin(dim=1, keepdim=True)
+        centred = torch.where(top == bottom, torch.zeros_like(centred), centred)
     else:
         centred = grouped
     if std_normalization == "group":
@@ -86,6 +92,18 @@ def group_advantages(
     values = torch.stack([zero_std.float().mean(), advantages.mean(), spread, advantages.min(), advantages.max()])
     stats = dict(zip(("frac_zero_std_groups", "mean", "std", "min", "max"), values.tolist()))  # one device sync
     return advantages, stats
+
+
+def learning_rows(advantages: torch.Tensor) -> torch.Tensor:
+    """Indices of the rows whose advantage is not zero: with no KL term only they move the policy.
+
+    Row 0 stands in when every advantage is zero, so that a backward pass (and DDP's gradient sync) still runs.
+
+    >>> learning_rows(torch.tensor([0.0, 1.2, 0.0, -0.4])).tolist(), learning_rows(torch.zeros(3)).tolist()
+    ([1, 3], [0])
+    """
+    rows = advantages.reshape(advantages.size(0), -1).ne(0).any(dim=1).nonzero().flatten()
+    return rows if rows.numel() else rows.new_zeros(1)
 
 
 def compute_group_normalized_advantages(
