@@ -6,6 +6,7 @@
   compile time and the compiled/plain ratios (the compiled row must not have fallen back).
 * ``benchmarks/trainer_overhead.py --quick``: prints the ours/stock step-time ratio of grpo and dr_grpo.
 * ``benchmarks/budget_curriculum.py --quick``: tables and JSON rows that are the runs' own files.
+* ``benchmarks/zero_advantage_skip.py --model tiny``: loss + backward timed with the skip off and on, the same update.
 """
 
 import json
@@ -217,3 +218,15 @@ def test_reward_throughput_quick_measures_every_task():
         share = re.search(r"\| ([0-9.]+)% \|", line)
         assert share and 0 <= float(share.group(1)) < 100
     assert "goal: a 64-batch under 3% of the GPU step" in out
+
+
+def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
+    stdout = _run("zero_advantage_skip.py", "--model", "tiny", "--reward", "dense", "--batches", "2", "--repeats",
+                  "1", "--tokens", "16")
+    header, [row] = _table(stdout)
+    cells = dict(zip(header, row))
+    assert cells["completions"] == "32" and 0 <= int(cells["zero-advantage share"].rstrip("%")) <= 100
+    off, on = float(cells["loss + backward, skip off"].rstrip(" s")), float(cells["skip on"].rstrip(" s"))
+    assert off > 0 and on > 0 and cells["off / on"] == f"{off / on:.2f}x"
+    assert float(cells["largest loss difference"]) < 1e-5  # bf16 autocast: rounding only
+    assert float(cells["largest gradient difference (relative norm)"]) < 1e-3

@@ -45,6 +45,7 @@ def test_agreeing_explicit_trl_keys_are_accepted(tmp_path):
         (dict(importance_sampling_level="sequence"), "importance_sampling_level='sequence' is not supported"),
         (dict(entropy_coef=0.01), "entropy_coef=0.01 is not supported"),
         (dict(top_entropy_quantile=0.2), "top_entropy_quantile=0.2 is not supported"),
+        (dict(skip_zero_advantage=True, beta=0.04), "skip_zero_advantage needs beta 0 \\(got beta=0.04\\)"),
     ],
 )
 def test_contradictions_fail_fast_naming_the_keys(tmp_path, kwargs, message):

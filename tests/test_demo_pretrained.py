@@ -68,6 +68,8 @@ def _check_files_and_table(out, first: str, resumed: str, results: dict, model: 
     expected = pretrained.choose_backends(str(record.extra.get("model_source", {}).get("checkpoint", model)))[0]
     assert record.extra["rollout_backend"] == results["rollout_backend"] == expected
     assert record.recipe["bf16"] is results["config"]["bf16"] is True  # the dtype that ran is on record
+    for key in ("mask_truncated_completions", "skip_zero_advantage"):  # what ran is on record
+        assert record.recipe[key] is results["config"][key] is True, key
     assert set(results["timings"]) >= {"base_eval_s", "sft_s", "sft_eval_s", "rl_s", "final_eval_s", "total_s"}
     assert f"rollouts through {results['rollout_backend']}" in first
     assert "SFT warm-up: reusing" in resumed and f"reusing {out / 'base_eval'}" in resumed

@@ -25,6 +25,11 @@ def digit_density_reward(completions, **kwargs):
     return [sum(ch.isdigit() for ch in c) / max(len(c), 1) for c in completions]
 
 
+def one_group_tied_reward(completions, target, **kwargs):
+    """Digit density, but a constant for the puzzle with target 36: its group's advantages are all zero."""
+    return [0.5 if t == 36 else score for t, score in zip(target, digit_density_reward(completions))]
+
+
 def _dataset():
     rows = [
         {"prompt": f"Numbers {a} {b} {c}, target {t}. Answer:", "nums": [a, b, c], "target": t}
@@ -54,13 +59,13 @@ def _common_args(tmp_path, **overrides):
     return args
 
 
-def _make_trainer(trainer_cls, config_cls, model_dir, tmp_path, **config_kwargs):
+def _make_trainer(trainer_cls, config_cls, model_dir, tmp_path, reward=digit_density_reward, **config_kwargs):
     model = AutoModelForCausalLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     config = config_cls(**_common_args(tmp_path, **config_kwargs))
     trainer = trainer_cls(
         model=model,
-        reward_funcs=[digit_density_reward],
+        reward_funcs=[reward],
         args=config,
         train_dataset=_dataset(),
         processing_class=tokenizer,
@@ -158,3 +163,44 @@ def test_hybrid_reduction_is_the_alpha_mix_of_stock_dr_grpo_and_grpo(tiny_model_
     expected = alpha * stock_losses["dr_grpo"] + (1 - alpha) * stock_losses["grpo"]
     assert (stock_losses["dr_grpo"] - stock_losses["grpo"]).abs() > 1e-4, "the two reductions must differ here"
     torch.testing.assert_close(hybrid, expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("kwargs", [
+    pytest.param(dict(algorithm="grpo"), id="grpo"),
+    pytest.param(dict(algorithm="dr_grpo"), id="dr_grpo"),
+    pytest.param(dict(algorithm="grpo", reduction="token_mean"), id="token_mean"),
+    pytest.param(dict(algorithm="dr_grpo", reduction="hybrid", hybrid_alpha=0.3), id="hybrid"),
+])
+def test_skipping_zero_advantage_completions_leaves_loss_and_gradients_unchanged(tiny_model_dir, tmp_path, kwargs):
+    """``skip_zero_advantage`` forwards only the group with a learning signal; the update is the full batch's."""
+    training = dict(num_iterations=2, reward=one_group_tied_reward, **kwargs)  # 2: old log-probs, ratios != 1
+    full = _make_trainer(CountdownGRPOTrainer, CountdownGRPOConfig, tiny_model_dir, tmp_path / "full", **training)
+    skip = _make_trainer(CountdownGRPOTrainer, CountdownGRPOConfig, tiny_model_dir, tmp_path / "skip",
+                         skip_zero_advantage=True, **training)
+    torch.manual_seed(0)
+    batch = full._generate_and_score_completions(_generation_batch())
+    assert batch["advantages"][:4].ne(0).all() and batch["advantages"][4:].eq(0).all()
+    _perturb(full.model)
+    _perturb(skip.model)
+    loss, skipped_loss = full._compute_loss(full.model, batch), skip._compute_loss(skip.model, batch)
+    loss.backward()
+    skipped_loss.backward()
+    assert _flat_grad(full.model).abs().sum() > 0
+    torch.testing.assert_close(skipped_loss, loss, rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(_flat_grad(skip.model), _flat_grad(full.model), rtol=1e-4, atol=1e-7)
+    assert skip._metrics["train"]["skipped_completions"] == [0.5]
+    assert "skipped_completions" not in full._metrics["train"]
+
+
+def test_a_batch_with_no_learning_signal_still_runs_one_backward_pass(tiny_model_dir, tmp_path):
+    def tied(completions, **kwargs):
+        return [0.5] * len(completions)
+
+    skip = _make_trainer(CountdownGRPOTrainer, CountdownGRPOConfig, tiny_model_dir, tmp_path, reward=tied,
+                         skip_zero_advantage=True)
+    torch.manual_seed(0)
+    batch = skip._generate_and_score_completions(_generation_batch())
+    loss = skip._compute_loss(skip.model, batch)
+    loss.backward()  # one stand-in row went through the model: DDP's gradient sync still has a graph to follow
+    assert loss.item() == 0.0 and _flat_grad(skip.model).abs().sum() == 0
+    assert skip._metrics["train"]["skipped_completions"] == [1 - 1 / 8]

@@ -76,7 +76,7 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
             sft_steps=2, sft_batch_size=4, sft_learning_rate=2e-5, grpo_steps=2, prompts_per_step=2,
             num_generations=4, grpo_learning_rate=1e-6, temperature=0.7, max_completion_length=48, save_steps=1,
             eval_steps=2, in_training_eval=4, eval_batch_size=8, transfer_budgets=(32, 48), num_transfer=4,
-            bf16=True, quick=True,
+            bf16=True, mask_truncated_completions=True, skip_zero_advantage=True, quick=True,
         )
     else:
         base = DemoConfig(
@@ -84,7 +84,7 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
             sft_steps=60, sft_batch_size=8, sft_learning_rate=5e-5, grpo_steps=40, prompts_per_step=4,
             num_generations=8, grpo_learning_rate=1e-5, temperature=0.7, max_completion_length=64, save_steps=5,
             eval_steps=10, in_training_eval=50, eval_batch_size=64, transfer_budgets=(128, 256), num_transfer=100,
-            bf16=True,
+            bf16=True, skip_zero_advantage=True,
         )
     return replace(base, **overrides)
 
@@ -289,7 +289,8 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
         save_steps=config.save_steps, eval_puzzles=puzzles["eval"][: config.in_training_eval],
         eval_steps=config.eval_steps, seed=config.seed, resume=config.resume, template=config.template,
         generation=_generation_keys(backend), peft_config=peft_config, show_progress=not config.quick,
-        bf16=config.bf16,
+        bf16=config.bf16, mask_truncated_completions=config.mask_truncated_completions,
+        skip_zero_advantage=config.skip_zero_advantage,
         run_info={"dataset": dataset, "data": {"sft": len(puzzles["sft"]), "rl": len(puzzles["rl"]),
                                                "eval": len(puzzles["eval"])},
                   "base_model": str(config.model), **source.record, "rollout_backend": backend,

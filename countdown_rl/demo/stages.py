@@ -121,6 +121,12 @@ class DemoConfig:
     temperature: float = 0.7
     beta: float = 0.0
     max_completion_length: int = 48
+    # TRL's mask_truncated_completions: a completion the budget cut adds no loss (its negative advantage otherwise
+    # pushes on every token it wrote, the ones before the cut included)
+    mask_truncated_completions: bool = False
+    # CountdownGRPOConfig.skip_zero_advantage: the groups scored all alike skip the loss's forward and backward
+    # (the same update; needs beta 0)
+    skip_zero_advantage: bool = False
     # ((start_step, budget), ...): a completion-budget curriculum whose largest budget is max_completion_length
     budget_schedule: tuple[tuple[int, int], ...] | None = None
     save_steps: int = 50
@@ -381,6 +387,8 @@ def grpo_train(
     generation: Mapping[str, Any] | None = None,
     peft_config: Any = None,
     bf16: bool = False,
+    mask_truncated_completions: bool = False,
+    skip_zero_advantage: bool = False,
 ) -> dict[str, Any]:
     """RL from ``sft_dir`` with :func:`countdown_rl.training.pipeline.train_grpo` and the ``countdown`` reward, into ``run_dir``.
 
@@ -391,7 +399,9 @@ def grpo_train(
     ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve;
     ``run_info`` goes to the run record's ``extra``. ``template`` is the prompts' (``chat`` for an instruct model);
     ``generation`` adds the rollouts' config keys (e.g. ``use_vllm``, ``vllm_mode``, ``generation_backend``);
-    ``peft_config`` trains an adapter; ``bf16`` autocasts the forwards and backwards. ``budget_schedule``
+    ``peft_config`` trains an adapter; ``bf16`` autocasts the forwards and backwards; ``mask_truncated_completions``
+    leaves the completions cut by the budget out of the loss; ``skip_zero_advantage`` forwards only the completions
+    with a learning signal (the same update). ``budget_schedule``
     (``[[start_step, budget], ...]``, largest budget ``max_completion_length``) is the trainer's completion-budget
     curriculum. Returns ``{"trainer", "model", "tokenizer", "resumed_from", "global_step"}``.
     """
@@ -419,6 +429,8 @@ def grpo_train(
         budget_schedule=[list(pair) for pair in budget_schedule] if budget_schedule else None,
         temperature=temperature,
         beta=beta,
+        mask_truncated_completions=mask_truncated_completions,
+        skip_zero_advantage=skip_zero_advantage,
         learning_rate=learning_rate,
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=warmup_steps,
@@ -600,6 +612,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
         learning_rate=config.grpo_learning_rate, temperature=config.temperature, beta=config.beta,
         save_steps=config.save_steps, eval_puzzles=puzzles["eval"][: config.in_training_eval],
         eval_steps=config.eval_steps, seed=config.seed, resume=config.resume,
+        mask_truncated_completions=config.mask_truncated_completions, skip_zero_advantage=config.skip_zero_advantage,
         run_info={"dataset": dataset, "data": {"sft": len(puzzles["sft"]), "rl": len(puzzles["rl"]),
                                                "eval": len(puzzles["eval"])}, **(run_info or {})},
         show_progress=not config.quick,

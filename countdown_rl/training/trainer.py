@@ -7,7 +7,9 @@ TRL runs the loop (generation, vLLM, reference model, accumulation, logging, che
    process's slice. The task's outcome metrics (``outcomes/correct`` ...) and advantage metrics are logged.
 2. Loss: ``_compute_loss`` is re-implemented compactly on ``grpo.compute_loss`` + ``grpo.reduce_loss``, keeping
    TRL's k3 KL (with its bias-correction factor), the vLLM importance-sampling ratio, tool masks, MoE aux loss,
-   division by the accumulation steps, and the entropy / KL / clip-ratio logs.
+   division by the accumulation steps, and the entropy / KL / clip-ratio logs. With ``skip_zero_advantage`` only
+   the completions with a non-zero advantage go through the model; zeros stand in for the others' loss in the
+   reduction, so the update is the whole batch's.
 
 3. Generation (``generation_backend: compiled`` only): ``_generate_single_turn`` generates through
    ``countdown_rl.generation.compiled`` (static cache, compiled decoding, bucketed prompts); a callback warms the
@@ -50,6 +52,11 @@ from countdown_rl.runs.record import FINAL_EVAL_DIR, RunRecord
 from countdown_rl.tasks import Outcome
 
 logger = logging.getLogger(__name__)
+
+# the rows of a rollout batch that skip_zero_advantage selects from (the ones _compute_loss reads)
+PER_COMPLETION_KEYS = frozenset({"prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "tool_mask",
+                                 "advantages", "old_per_token_logps", "ref_per_token_logps",
+                                 "importance_sampling_ratio"})
 
 # our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
 REDUCTION_TO_LOSS_TYPE = {
@@ -132,6 +139,15 @@ class CountdownGRPOConfig(GRPOConfig):
         default=1e-4,
         metadata={"help": "Added to the std before dividing (1e-4 is the value TRL hard-codes)."},
     )
+    skip_zero_advantage: bool = field(
+        default=False,
+        metadata={"help": "Leave the completions whose advantage is exactly 0 (every sample of their group scored "
+                  "alike) out of the loss's forward and backward. With beta 0 they add nothing to the gradient, so "
+                  "the update is the same (they still count in the reduction's denominators) and the training "
+                  "step is cheaper by their share. The entropy and clip-ratio logs (and a MoE router's auxiliary "
+                  "loss) then cover the trained completions only; `skipped_completions` logs the share skipped. "
+                  "Needs beta 0: the KL term gives every completion a gradient."},
+    )
     loss_type: str | None = field(
         default=None,
         metadata={"help": "TRL's loss type. Leave unset: it is derived from `reduction`; a clash is an error."},
@@ -203,6 +219,9 @@ class CountdownGRPOConfig(GRPOConfig):
             raise ValueError(f"drgrpo_num_tokens must be positive, got {self.drgrpo_num_tokens}")
         if self.advantage_eps < 0:
             raise ValueError(f"advantage_eps must be >= 0, got {self.advantage_eps}")
+        if self.skip_zero_advantage and self.beta != 0.0:
+            raise ValueError(f"skip_zero_advantage needs beta 0 (got beta={self.beta}): the KL term gives the "
+                             "zero-advantage completions a gradient too")
         if self.budget_schedule is not None:
             self.budget_schedule = parse_budget_schedule(self.budget_schedule, self.max_completion_length)
             fixed = sorted({"max_new_tokens", "max_tokens"} & set(self.generation_kwargs or {}))
@@ -499,9 +518,18 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
     # -- loss -------------------------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
+        full_mask = inputs["completion_mask"]
+        if "tool_mask" in inputs:
+            full_mask = full_mask * inputs["tool_mask"]
+        rows = None
+        if self.args.skip_zero_advantage:  # only the rows that move the policy go through the model
+            rows = grpo.learning_rows(inputs["advantages"])
+            skipped = 1.0 - rows.numel() / full_mask.size(0)  # the share of completions not forwarded
+            self._metrics["train" if self.model.training else "eval"]["skipped_completions"].append(skipped)
+            inputs = {key: value[rows] if key in PER_COMPLETION_KEYS else value for key, value in inputs.items()}
         prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
         completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
-        mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]
+        mask = full_mask if rows is None else full_mask[rows]
         per_token_logps, entropies, aux_loss = self._get_per_token_logps_and_entropies(
             model,
             torch.cat([prompt_ids, completion_ids], dim=1),
@@ -525,12 +553,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
                 per_token_kl = per_token_kl * clip["ratio"]
             per_token_loss = per_token_loss + self.beta * per_token_kl
 
+        if rows is not None:  # the skipped rows' loss is exactly 0; they keep their place in the reduction
+            per_token_loss = per_token_loss.new_zeros(full_mask.shape).index_copy(0, rows, per_token_loss)
         args = self.args
         # The rollout's own budget (a reused rollout keeps the one it was generated with).
         budget = inputs[BUDGET_COLUMN][0] if BUDGET_COLUMN in inputs else args.max_completion_length
         loss = grpo.reduce_loss(
             per_token_loss,
-            mask,
+            full_mask,
             args.reduction,
             num_tokens=args.drgrpo_num_tokens or budget,
             alpha=args.hybrid_alpha,
