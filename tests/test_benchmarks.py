@@ -227,6 +227,9 @@ def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
     cells = dict(zip(header, row))
     assert cells["completions"] == "32" and 0 <= int(cells["zero-advantage share"].rstrip("%")) <= 100
     off, on = float(cells["loss + backward, skip off"].rstrip(" s")), float(cells["skip on"].rstrip(" s"))
-    assert off > 0 and on > 0 and cells["off / on"] == f"{off / on:.2f}x"
+    assert off > 0 and on > 0
+    # the ratio is of the unrounded medians: within what the seconds' rounding (+-0.005) allows
+    assert (off - 0.005) / (on + 0.005) - 0.005 <= float(cells["off / on"].rstrip("x")) <= (
+        (off + 0.005) / max(on - 0.005, 1e-9) + 0.005)
     assert float(cells["largest loss difference"]) < 1e-5  # bf16 autocast: rounding only
     assert float(cells["largest gradient difference (relative norm)"]) < 1e-3
