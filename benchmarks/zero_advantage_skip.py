@@ -49,15 +49,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def _rollout_dataset(n: int, seed: int):
-    from datasets import Dataset
-
     from countdown_rl.demo.pretrained import pretrained_config
-    from countdown_rl.demo.stages import demo_puzzles
-    from countdown_rl.tasks.countdown.prompts import build_prompt
+    from countdown_rl.demo.stages import demo_puzzles, rl_dataset
 
-    puzzles = demo_puzzles(pretrained_config("smollm2").puzzles, seed=seed)["rl"][:n]
-    return Dataset.from_list([{"prompt": build_prompt(p["nums"], p["target"], "chat"), "nums": list(p["nums"]),
-                               "target": int(p["target"])} for p in puzzles])
+    return rl_dataset(demo_puzzles(pretrained_config("smollm2").puzzles, seed=seed)["rl"][:n], "chat")
 
 
 def _loss_and_backward(trainer, batch, skip: bool):

@@ -348,7 +348,12 @@ def evaluate_stage(
     return results
 
 
-def _rl_dataset(puzzles: Sequence[Mapping[str, Any]], template: str = "r1_zero"):
+def rl_dataset(puzzles: Sequence[Mapping[str, Any]], template: str = "r1_zero"):
+    """The RL stage's ``datasets.Dataset``: each puzzle's prompt in ``template``, with its ``nums`` and ``target``.
+
+    >>> rl_dataset([{"nums": [7, 7, 65], "target": 51}])[0]["target"]
+    51
+    """
     from datasets import Dataset
 
     from countdown_rl.tasks.countdown.prompts import build_prompt
@@ -415,7 +420,7 @@ def grpo_train(
 
     run = Path(run_dir)
     batch = prompts_per_step * num_generations
-    eval_ds = _rl_dataset(eval_puzzles, template) if eval_puzzles else None
+    eval_ds = rl_dataset(eval_puzzles, template) if eval_puzzles else None
     args = CountdownGRPOConfig(
         output_dir=str(run),
         algorithm=algorithm,
@@ -465,7 +470,7 @@ def grpo_train(
         AutoModelForCausalLM.from_pretrained(str(sft_dir)),
         tokenizer,
         args,
-        _rl_dataset(train_puzzles, template),
+        rl_dataset(train_puzzles, template),
         task=get_task("countdown"),
         record=record,
         reward_funcs=[reward],

@@ -521,11 +521,12 @@ class CountdownGRPOTrainer(GRPOTrainer):
         full_mask = inputs["completion_mask"]
         if "tool_mask" in inputs:
             full_mask = full_mask * inputs["tool_mask"]
+        mode = "train" if self.model.training else "eval"
         rows = None
         if self.args.skip_zero_advantage:  # only the rows that move the policy go through the model
             rows = grpo.learning_rows(inputs["advantages"])
             skipped = 1.0 - rows.numel() / full_mask.size(0)  # the share of completions not forwarded
-            self._metrics["train" if self.model.training else "eval"]["skipped_completions"].append(skipped)
+            self._metrics[mode]["skipped_completions"].append(skipped)
             inputs = {key: value[rows] if key in PER_COMPLETION_KEYS else value for key, value in inputs.items()}
         prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
         completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
@@ -565,7 +566,6 @@ class CountdownGRPOTrainer(GRPOTrainer):
             num_tokens=args.drgrpo_num_tokens or budget,
             alpha=args.hybrid_alpha,
         )
-        mode = "train" if self.model.training else "eval"
         self._metrics[mode]["completion_budget"].append(float(budget))
         accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1.0
         loss = loss / accumulation
