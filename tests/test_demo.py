@@ -32,7 +32,7 @@ def quick_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "out"
     first = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "2"])
     first_files = {
-        "results": json.loads((out / demo.RESULTS_FILE).read_text()),
+        "results": json.loads((out / "grpo" / demo.RESULTS_FILE).read_text()),
         "trained_eval": json.loads((out / "grpo" / "eval" / "eval.json").read_text()),
     }
     resumed = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "4", "--resume"])
@@ -55,7 +55,7 @@ def test_quick_demo_writes_every_file(quick_runs):
         *(out / "zero_shot" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
         *(run / "eval" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
         run / "zero_shot" / "eval.json", run / "run_info.json", run / "trainer_state.json",
-        run / "model.safetensors", run / "checkpoint-2" / "trainer_state.json", out / demo.RESULTS_FILE,
+        run / "model.safetensors", run / "checkpoint-2" / "trainer_state.json", run / demo.RESULTS_FILE,
     ]:
         assert path.is_file(), path
     info = json.loads((run / "run_info.json").read_text())
@@ -83,7 +83,7 @@ def test_table_and_results_match_the_eval_files(quick_runs):
 def test_resume_continues_from_the_newest_checkpoint(quick_runs):
     out, _, (code, stdout) = quick_runs
     assert code == 0
-    results = json.loads((out / demo.RESULTS_FILE).read_text())
+    results = json.loads((out / "grpo" / demo.RESULTS_FILE).read_text())
     assert Path(results["resumed_from"]).name == "checkpoint-2"
     assert results["global_step"] == 4
     assert "reusing" in stdout  # the finished SFT stage is not trained again
@@ -181,8 +181,11 @@ def test_dr_grpo_runs_next_to_grpo_reusing_the_sft_stage(quick_runs):
     assert code == 0 and "SFT warm-up: reusing" in stdout and "after Dr.GRPO (1 steps)" in stdout
     info = json.loads((out / "dr_grpo" / "run_info.json").read_text())
     assert info["algorithm"] == "dr_grpo" and info["reduction"] == "masked_mean_drgrpo"
-    assert json.loads((out / demo.RESULTS_FILE).read_text())["algorithm"] == "dr_grpo"
-    assert (out / "grpo" / "eval" / "eval.json").is_file()  # the GRPO run is left as it was
+    assert json.loads((out / "dr_grpo" / demo.RESULTS_FILE).read_text())["algorithm"] == "dr_grpo"
+    # The GRPO run is left as it was: its model, its evaluation and its results (4 steps, after the resume).
+    grpo = json.loads((out / "grpo" / demo.RESULTS_FILE).read_text())
+    assert grpo["algorithm"] == "grpo" and grpo["global_step"] == 4
+    assert grpo["trained"] == read_eval(out / "grpo" / "eval")["results"][0].to_dict()
 
 
 def test_an_output_dir_that_is_a_file_is_a_one_line_error(tmp_path, capsys):

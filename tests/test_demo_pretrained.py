@@ -38,7 +38,7 @@ def _quick_then_resume(model: str, out, env=None) -> tuple[str, str, dict]:
     """A quick run, then its RL run removed (as if stopped between SFT and RL) and ``--resume``."""
     code, first = _run(["--model", model, "--quick", "--output_dir", str(out)], env)
     assert code == 0, first[-3000:]
-    results = json.loads((out / pretrained.RESULTS_FILE).read_text())
+    results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
     sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
     shutil.rmtree(out / "grpo")
     code, resumed = _run(["--model", model, "--quick", "--output_dir", str(out), "--resume"], env)
@@ -49,7 +49,7 @@ def _quick_then_resume(model: str, out, env=None) -> tuple[str, str, dict]:
 
 def _check_files_and_table(out, first: str, resumed: str, results: dict, model: str) -> None:
     for folder in ("base_eval", "zero_shot", "grpo/eval", "grpo/zero_shot", "transfer/base", "transfer/sft",
-                   "transfer/final"):
+                   "grpo/transfer"):
         assert (out / folder / "eval.json").is_file(), folder
     table = [line for line in first.splitlines() if line.startswith(("| base model", "| after "))]
     assert [line.split("|")[1].strip() for line in table] == [

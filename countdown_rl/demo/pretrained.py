@@ -12,9 +12,12 @@
 5. RL (GRPO, or Dr.GRPO) from ``sft/``: rollouts through a colocated vLLM engine where vLLM is installed, else the
    compiled backend (said once, and recorded); ``--lora`` trains a peft adapter on top of the SFT model, merged
    for evaluation -> ``<algorithm>/`` (checkpoints, run record, ``eval/``).
-6. Each of the three models also at ``transfer_budgets`` on the assignment's puzzles -> ``transfer/<stage>/``.
+6. Each of the three models also at ``transfer_budgets`` on the assignment's puzzles -> ``transfer/base/``,
+   ``transfer/sft/``, ``<algorithm>/transfer/``.
 7. The three-row table (accuracy, correct / partial / failed, mean tokens, wall time), the transfer table, the exact
-   McNemar test of the RL model against the SFT model on the same held-out puzzles -> ``demo_results.json``.
+   McNemar test of the RL model against the SFT model on the same held-out puzzles ->
+   ``<algorithm>/demo_results.json``. What the RL run writes stays in its folder, so ``--algorithm dr_grpo
+   --resume`` next to a GRPO run reuses stages 3-4 and leaves the GRPO run's files as they are.
 
 Evaluations go through vLLM where it is installed (one eager engine per model), else transformers' ``generate``.
 ``--resume`` reuses every finished stage made with the same settings and continues RL from its newest checkpoint.
@@ -34,6 +37,7 @@ from typing import Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.demo.stages import (
+    RESULTS_FILE,
     DemoConfig,
     PuzzleSpec,
     demo_puzzles,
@@ -53,7 +57,6 @@ from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR, set_status
 
 __all__ = ["check_demo_model", "choose_backends", "pretrained_config", "run_pretrained_demo"]
 
-RESULTS_FILE = "demo_results.json"
 BASE_EVAL_DIR = "base_eval"
 TRANSFER_DIR = "transfer"
 # The assignment's puzzles (3-4 numbers up to 99, targets up to 100): how far the small model's skill transfers.
@@ -236,10 +239,10 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
           + (f" ({why_not_vllm})" if why_not_vllm else ""))
     budgets_of = {"held_out": [budget], "transfer": sorted(config.transfer_budgets)}
 
-    def jobs(eval_dir: Path, stage: str) -> list:
+    def jobs(eval_dir: Path, transfer_dir: Path) -> list:
         todo = [(eval_dir, puzzles["eval"], budgets_of["held_out"])]
         if transfer and config.transfer_budgets:
-            todo.append((out / TRANSFER_DIR / stage, transfer, budgets_of["transfer"]))
+            todo.append((transfer_dir, transfer, budgets_of["transfer"]))
         return todo
 
     # Base model: zero-shot.
@@ -247,7 +250,8 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     base_record = {"stage": "base", "model": str(config.model), "source": source.record, "template": config.template,
                    "puzzles": asdict(config.puzzles), "seed": config.seed, "transfer": len(transfer)}
     print_header(f"base model, zero-shot: greedy, {budget} tokens -> {out / BASE_EVAL_DIR}")
-    base_results = evaluator.evaluate(base_dir, jobs(out / BASE_EVAL_DIR, "base"), base_record, dataset)
+    base_results = evaluator.evaluate(base_dir, jobs(out / BASE_EVAL_DIR, out / TRANSFER_DIR / "base"),
+                                      base_record, dataset)
     timings["base_eval_s"] = time.time() - t
 
     # SFT warm-up and its evaluation.
@@ -269,7 +273,8 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     timings["sft_s"] = time.time() - t
     t = time.time()
     print_header(f"after SFT: greedy, {budget} tokens -> {out / ZERO_SHOT_DIR}")
-    sft_results = evaluator.evaluate(sft_dir, jobs(out / ZERO_SHOT_DIR, "sft"), sft_record, dataset)
+    sft_results = evaluator.evaluate(sft_dir, jobs(out / ZERO_SHOT_DIR, out / TRANSFER_DIR / "sft"),
+                                     sft_record, dataset)
     timings["sft_eval_s"] = time.time() - t
 
     # RL.
@@ -309,7 +314,8 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     t = time.time()
     final_record = {"stage": "final", "sft": sft_record, "algorithm": config.algorithm, "steps": global_step}
     print_header(f"after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
-    final_results = evaluator.evaluate(final_dir, jobs(run_dir / FINAL_EVAL_DIR, "final"), final_record, dataset)
+    final_results = evaluator.evaluate(final_dir, jobs(run_dir / FINAL_EVAL_DIR, run_dir / TRANSFER_DIR),
+                                       final_record, dataset)
     shutil.copytree(out / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
     set_status(run_dir, "finished", step=global_step)
     timings["final_eval_s"] = time.time() - t
@@ -350,10 +356,11 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
         "global_step": global_step, "timings": timings, "table": table, "transfer_table": transfer_table,
         "paths": {"base_eval": str(out / BASE_EVAL_DIR), "sft": str(out / "sft"),
                   "zero_shot": str(out / ZERO_SHOT_DIR), "run": str(run_dir),
-                  "eval": str(run_dir / FINAL_EVAL_DIR), "transfer": str(out / TRANSFER_DIR)},
+                  "eval": str(run_dir / FINAL_EVAL_DIR), "transfer": str(out / TRANSFER_DIR),
+                  "final_transfer": str(run_dir / TRANSFER_DIR)},
         "config": asdict(config),
     }
-    write_json_atomic(out / RESULTS_FILE, results)
+    write_json_atomic(run_dir / RESULTS_FILE, results)  # per run: GRPO and Dr.GRPO share out's first stages
     print_header("results (strict Countdown accuracy, greedy, held-out puzzles)")
     print(table)
     if transfer_table:
@@ -362,6 +369,6 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
           f"{100 * held_out[2].accuracy:.1f}% ({results['gain_points']:+.1f} points; McNemar p = "
           f"{paired['p_value']:.3g}, {paired['only_a']} puzzles only RL solved, {paired['only_b']} only SFT) on "
           f"{held_out[0].num_puzzles} puzzles, {budget} tokens, in {timings['total_s'] / 60:.1f} min")
-    print(f"files: {out / RESULTS_FILE}; report: countdown-rl report {run_dir}")
+    print(f"files: {run_dir / RESULTS_FILE}; report: countdown-rl report {run_dir}")
     return results
 

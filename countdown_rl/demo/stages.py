@@ -17,7 +17,8 @@
 6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/``; the zero-shot files are copied
    to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
    ``countdown-rl report <output_dir>/<algorithm>`` works. A before/after table is printed and
-   ``demo_results.json`` written. Accuracy is always the strict Countdown accuracy of :mod:`evaluation`.
+   ``<algorithm>/demo_results.json`` written (in the run's folder: a second algorithm leaves the first's).
+   Accuracy is always the strict Countdown accuracy of :mod:`evaluation`.
 
 The stages are plain functions (:func:`warm_start` = puzzles + base model + :func:`sft_warmup`;
 :func:`zero_shot_stage`; :func:`rl_stage` = :func:`grpo_train` + :func:`evaluate_stage`) so that
@@ -687,13 +688,13 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "table": table,
         "config": asdict(config),
     }
-    write_json_atomic(out / RESULTS_FILE, results)
+    write_json_atomic(run_dir / RESULTS_FILE, results)  # per run: GRPO and Dr.GRPO can share out's stages
 
     print_header("results (strict Countdown accuracy, greedy, held-out puzzles)")
     print(table)
     print(f"\naccuracy {100 * before.accuracy:.1f}% -> {100 * after.accuracy:.1f}% "
           f"({results['gain_points']:+.1f} points) on {len(puzzles['eval'])} puzzles, "
           f"{budget} tokens, in {timings['total_s']:.0f} s")
-    print(f"files: {out / RESULTS_FILE}; SFT model {sft_dir}; RL run {run_dir} "
+    print(f"files: {run_dir / RESULTS_FILE}; SFT model {sft_dir}; RL run {run_dir} "
           f"(model, checkpoints, eval/, zero_shot/); report: countdown-rl report {run_dir}")
     return results
