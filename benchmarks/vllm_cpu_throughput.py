@@ -38,6 +38,16 @@ def _prompts(n: int, seed: int = 0):
     return prompts_for(task, rows, "chat")
 
 
+def _timing(fn, sink: list[float]):
+    """``fn`` that also appends each call's wall seconds to ``sink`` (instrumentation: ``fn`` still runs)."""
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        sink.append(time.perf_counter() - start)
+        return out
+    return timed
+
+
 def _timed(fn):
     start = time.perf_counter()
     out = fn()
@@ -133,15 +143,7 @@ def grpo_step_split(model_path: str, steps: int, tokens: int) -> dict:
     generation = trainer.vllm_generation
     timings = {"generate": [], "sync": []}
     for name, key in (("generate", "generate"), ("sync_weights", "sync")):
-        inner = getattr(generation, name)
-
-        def timed(*a, _inner=inner, _key=key, **k):
-            start = time.perf_counter()
-            out = _inner(*a, **k)
-            timings[_key].append(time.perf_counter() - start)
-            return out
-
-        setattr(generation, name, timed)
+        setattr(generation, name, _timing(getattr(generation, name), timings[key]))
     trainer.train()
     step = [h["step_time"] for h in trainer.state.log_history if "step_time" in h]
     gen, sync, total = (statistics.median(x[1:]) for x in (timings["generate"], timings["sync"], step))
@@ -162,35 +164,19 @@ def demo_rl_split(sft_dir: str, steps: int, seed: int = 0) -> dict:
 
     from trl.generation.vllm_generation import VLLMGeneration
 
-    from countdown_rl.demo.pretrained import pretrained_config
+    from countdown_rl.demo.pretrained import pretrained_config, rl_train_kwargs
     from countdown_rl.demo.stages import demo_puzzles, grpo_train, setup_environment
     from countdown_rl.generation import vllm_sync
 
-    config = pretrained_config("smollm2", seed=seed)
+    config = pretrained_config("smollm2", seed=seed, grpo_steps=steps, save_steps=steps + 1)
     setup_environment(config.num_threads)
     timings: dict[str, list[float]] = {"generate": [], "sync": []}
-
-    def timed(fn, key):
-        def wrapper(*a, **k):
-            start = time.perf_counter()
-            out = fn(*a, **k)
-            timings[key].append(time.perf_counter() - start)
-            return out
-        return wrapper
-
-    # Instrumentation only: both still run; the sync is looked up by name when the engine reloads its weights.
-    VLLMGeneration.generate = timed(VLLMGeneration.generate, "generate")
-    vllm_sync.reload_cpu_engine = timed(vllm_sync.reload_cpu_engine, "sync")
+    # The sync is looked up by name when the engine reloads its weights.
+    VLLMGeneration.generate = _timing(VLLMGeneration.generate, timings["generate"])
+    vllm_sync.reload_cpu_engine = _timing(vllm_sync.reload_cpu_engine, timings["sync"])
     with tempfile.TemporaryDirectory() as run_dir:
-        trained = grpo_train(
-            sft_dir, run_dir, demo_puzzles(config.puzzles, seed)["rl"], algorithm=config.algorithm,
-            max_completion_length=config.max_completion_length, steps=steps, prompts_per_step=config.prompts_per_step,
-            num_generations=config.num_generations, learning_rate=config.grpo_learning_rate,
-            temperature=config.temperature, beta=config.beta, save_steps=steps + 1, seed=seed,
-            template=config.template, show_progress=False, bf16=config.bf16,
-            mask_truncated_completions=config.mask_truncated_completions,
-            skip_zero_advantage=config.skip_zero_advantage,
-            generation={"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": False})
+        trained = grpo_train(sft_dir, run_dir, demo_puzzles(config.puzzles, seed)["rl"],
+                             **rl_train_kwargs(config, "vllm"), show_progress=False)
         logs = [h for h in trained["trainer"].state.log_history if "step_time" in h]
     # Training steps are 1..N; generation runs once per step, the sync once per step after the first rollout.
     step = [h["step_time"] for h in logs]

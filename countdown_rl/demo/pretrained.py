@@ -55,7 +55,7 @@ from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
 from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR, set_status
 
-__all__ = ["check_demo_model", "choose_backends", "pretrained_config", "run_pretrained_demo"]
+__all__ = ["check_demo_model", "choose_backends", "pretrained_config", "rl_train_kwargs", "run_pretrained_demo"]
 
 BASE_EVAL_DIR = "base_eval"
 TRANSFER_DIR = "transfer"
@@ -123,10 +123,22 @@ def choose_backends(model_dir: str) -> tuple[str, str, str | None]:
     return "vllm", "vllm", None
 
 
-def _generation_keys(backend: str) -> dict[str, Any]:
-    if backend == "vllm":
-        return {"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": False}
-    return {"generation_backend": backend}
+def rl_train_kwargs(config: DemoConfig, backend: str) -> dict[str, Any]:
+    """The RL stage's settings from ``config`` as :func:`countdown_rl.demo.stages.grpo_train` keywords, rollouts
+    through ``backend`` (``vllm``: a colocated engine; else a ``generation_backend``).
+
+    >>> rl_train_kwargs(pretrained_config("smollm2"), "vllm")["generation"]["vllm_mode"]
+    'colocate'
+    """
+    generation = ({"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": False}
+                  if backend == "vllm" else {"generation_backend": backend})
+    return {"algorithm": config.algorithm, "max_completion_length": config.max_completion_length,
+            "steps": config.grpo_steps, "prompts_per_step": config.prompts_per_step,
+            "num_generations": config.num_generations, "learning_rate": config.grpo_learning_rate,
+            "temperature": config.temperature, "beta": config.beta, "save_steps": config.save_steps,
+            "seed": config.seed, "template": config.template, "generation": generation, "bf16": config.bf16,
+            "mask_truncated_completions": config.mask_truncated_completions,
+            "skip_zero_advantage": config.skip_zero_advantage}
 
 
 def _transfer_puzzles(config: DemoConfig, trained_on: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -289,14 +301,9 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
             f"{config.prompts_per_step} prompts x {config.num_generations} samples, rollouts through {backend} "
             f"-> {run_dir}")
     trained = grpo_train(
-        sft_dir, run_dir, puzzles["rl"], algorithm=config.algorithm, max_completion_length=budget,
-        steps=config.grpo_steps, prompts_per_step=config.prompts_per_step, num_generations=config.num_generations,
-        learning_rate=config.grpo_learning_rate, temperature=config.temperature, beta=config.beta,
-        save_steps=config.save_steps, eval_puzzles=puzzles["eval"][: config.in_training_eval],
-        eval_steps=config.eval_steps, seed=config.seed, resume=config.resume, template=config.template,
-        generation=_generation_keys(backend), peft_config=peft_config, show_progress=not config.quick,
-        bf16=config.bf16, mask_truncated_completions=config.mask_truncated_completions,
-        skip_zero_advantage=config.skip_zero_advantage,
+        sft_dir, run_dir, puzzles["rl"], **rl_train_kwargs(config, backend),
+        eval_puzzles=puzzles["eval"][: config.in_training_eval], eval_steps=config.eval_steps, resume=config.resume,
+        peft_config=peft_config, show_progress=not config.quick,
         run_info={"dataset": dataset, "data": {"sft": len(puzzles["sft"]), "rl": len(puzzles["rl"]),
                                                "eval": len(puzzles["eval"])},
                   "base_model": str(config.model), **source.record, "rollout_backend": backend,
