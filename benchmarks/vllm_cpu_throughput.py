@@ -179,20 +179,20 @@ def demo_rl_split(sft_dir: str, steps: int, seed: int = 0) -> dict:
                              **rl_train_kwargs(config, "vllm"), show_progress=False)
         logs = [h for h in trained["trainer"].state.log_history if "step_time" in h]
     # Training steps are 1..N; generation runs once per step, the sync once per step after the first rollout.
-    step = [h["step_time"] for h in logs]
+    step, batch = [h["step_time"] for h in logs], config.prompts_per_step * config.num_generations
     gen, sync = timings["generate"][-len(step):], timings["sync"][-len(step):]
     rest = [s - g - y for s, g, y in zip(step, gen, sync)]
 
     def med(values: list[float]) -> float:
         return statistics.median(values[1:])
 
-    return {"steps": steps, "completions_per_step": config.prompts_per_step * config.num_generations,
+    return {"steps": steps, "completions_per_step": batch,
             "tokens": config.max_completion_length, "step_seconds": med(step), "generation_seconds": med(gen),
             "sync_seconds": med(sync), "training_seconds": med(rest), "first_step_seconds": step[0],
             "skipped_completions": statistics.mean(h.get("skipped_completions", 0.0) for h in logs[1:]),
             "mean_completion_tokens": statistics.mean(h["completions/mean_length"] for h in logs[1:]),
             "generated_tokens_per_second": statistics.mean(
-                h["completions/mean_length"] * config.prompts_per_step * config.num_generations / g
+                h["completions/mean_length"] * batch / g
                 for h, g in zip(logs[1:], gen[1:]))}
 
 
