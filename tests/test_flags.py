@@ -176,3 +176,16 @@ def test_a_malformed_schedule_is_one_line_naming_the_forms(bad, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("countdown-rl train: error: ")
     assert "budget_schedule" in err and "0:8 2:16" in err and "[[0, 8], [2, 16]]" in err
+
+
+def test_a_deprecated_spelling_still_parses_and_says_so_in_one_line(capsys):
+    from countdown_rl.commands.one_line import OneLineArgumentParser
+
+    parser = OneLineArgumentParser(prog="countdown-rl x")
+    parser.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"])
+    assert parser.parse_args(["--grpo-steps=3"]).max_steps == 3
+    assert capsys.readouterr().err == ("countdown-rl x: warning: --grpo-steps is deprecated, use --max_steps (the old "
+                                       "spelling goes in the next release)\n")
+    assert parser.parse_args(["--max_steps", "4"]).max_steps == 4
+    assert capsys.readouterr().err == ""
+    assert "grpo" not in parser.format_help()

@@ -8,7 +8,10 @@
    further long aliases (e.g. eval's ``--dataset`` for ``--dataset_name``) are accepted but not shown.
 3. ``action=argparse.BooleanOptionalAction`` switches take ``--x`` / ``--no_x`` in both spellings each (argparse's
    own adds only ``--no-x``, and would read ``--no_x`` as ``--x``).
-4. Errors: argparse prints the whole usage (several lines) before ``prog: error: message``; every countdown-rl
+4. Renamed options: ``add_argument("--new_name", deprecated=["--old_name"])`` keeps the old spelling working for
+   one release, hidden from ``--help``; using it prints one line on stderr,
+   ``prog: warning: --old_name is deprecated, use --new_name``, and parsing goes on (README lists them).
+5. Errors: argparse prints the whole usage (several lines) before ``prog: error: message``; every countdown-rl
    command errs in one line instead, ``prog: error: message (see prog --help)``, exit code 2. Errors found after
    parsing go through :func:`fail`, in the same shape.
 """
@@ -70,14 +73,41 @@ class _Switch(argparse.BooleanOptionalAction):
         return " | ".join(self.shown_option_strings)
 
 
-class _BothSpellings:
-    """``add_argument`` that declares every multi-word long option in both spellings; shared by the parser and
-    its groups, which argparse builds from its own classes unless told otherwise."""
+def deprecated_spellings(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Every spelling of a deprecated option of ``parser`` -> the option that replaces it (module docstring, 4).
 
-    def add_argument(self, *names, **kwargs):
+    >>> parser = OneLineArgumentParser(prog="demo")
+    >>> _ = parser.add_argument("--max_steps", deprecated=["--grpo_steps"])
+    >>> deprecated_spellings(parser)
+    {'--grpo_steps': '--max_steps', '--grpo-steps': '--max_steps'}
+    """
+    return {old: new for action in parser._actions for old, new in getattr(action, "deprecated", {}).items()}
+
+
+def warn_deprecated(prog: str, spellings: dict[str, str], args: Iterable[str]) -> None:
+    """One line on stderr for each deprecated option spelled in ``args`` (``--old value`` or ``--old=value``)."""
+    for arg in args:
+        if arg == "--":
+            break
+        old = arg.split("=", 1)[0]
+        if old in spellings:
+            print(f"{prog}: warning: {old} is deprecated, use {spellings[old]} (the old spelling goes in the next "
+                  "release)", file=sys.stderr)
+
+
+class _BothSpellings:
+    """``add_argument`` that declares every multi-word long option in both spellings, plus its deprecated
+    spellings (module docstring, 4); shared by the parser and its groups, which argparse builds from its own
+    classes unless told otherwise."""
+
+    def add_argument(self, *names, deprecated: Iterable[str] = (), **kwargs):
         if kwargs.get("action") is argparse.BooleanOptionalAction:
             kwargs["action"] = _Switch
-        return super().add_argument(*both_spellings(names), **kwargs)
+        old = [spelling for spelling in both_spellings(deprecated) if spelling not in names]
+        action = super().add_argument(*both_spellings(names), *old, **kwargs)
+        current = next((option for option in action.option_strings if option.startswith("--")), names[0])
+        action.deprecated = {spelling: current for spelling in old}
+        return action
 
     def add_mutually_exclusive_group(self, **kwargs):
         group = _ExclusiveGroup(self, **kwargs)
@@ -125,6 +155,11 @@ class OneLineArgumentParser(_BothSpellings, argparse.ArgumentParser):
         for match in super()._get_option_tuples(option_string):
             matches.setdefault(id(match[0]), match)
         return list(matches.values())
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        warn_deprecated(self.prog, deprecated_spellings(self), args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
