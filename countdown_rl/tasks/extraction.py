@@ -33,8 +33,8 @@ __all__ = [
     "MAX_BOXED_SCAN",
     "MAX_NUMBER_DIGITS",
     "NUMBER_TOKEN",
+    "canonical_number_text",
     "evaluate_arithmetic",
-    "format_number",
     "has_box_opening",
     "last_box",
     "last_boxed",
@@ -257,10 +257,10 @@ def parse_number(text: Any) -> Fraction | None:
     return -value if negative else value
 
 
-def format_number(value: Fraction | int) -> str:
+def canonical_number_text(value: Fraction | int) -> str:
     """The canonical text of a number: an integer as digits, else ``p/q`` (lowest terms).
 
-    >>> format_number(Fraction(1200)), format_number(Fraction(5, 2)), format_number(-3)
+    >>> canonical_number_text(Fraction(1200)), canonical_number_text(Fraction(5, 2)), canonical_number_text(-3)
     ('1200', '5/2', '-3')
     """
     value = Fraction(value)
