@@ -6,7 +6,7 @@ import pytest
 
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.base import Outcome, Verdict
-from countdown_rl.tasks.format_copy import generate_numbers
+from countdown_rl.tasks.format_copy.problems import generate_numbers
 
 
 # ------------------------------------------------------------------------------------------- generated data

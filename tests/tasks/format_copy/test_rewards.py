@@ -10,15 +10,8 @@ from hypothesis import strategies as st
 
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.base import Outcome
-from countdown_rl.tasks.format_copy import (
-    MALFORMED_ROWS_METRIC,
-    MAX_DIGITS,
-    MAX_REWARD,
-    REWARD_FUNCS,
-    REWARD_VALUES,
-    format_copy_reward,
-    judge_completion,
-)
+from countdown_rl.tasks.format_copy.rewards import MALFORMED_ROWS_METRIC, REWARD_FUNCS, format_copy_reward
+from countdown_rl.tasks.format_copy.verifier import MAX_DIGITS, MAX_REWARD, REWARD_VALUES, judge_completion
 from tests.helpers.trl_calls import timed, trl_reward_call
 
 # A bound on work, not a benchmark: linear scans of 100 KB take milliseconds; a quadratic one takes minutes.

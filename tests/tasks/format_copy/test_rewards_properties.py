@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from countdown_rl.tasks.format_copy import format_copy_reward
+from countdown_rl.tasks.format_copy.rewards import format_copy_reward
 from tests.helpers.gaming import PROPERTY, disguises, full_of, wrappers
 
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 
 from countdown_rl.tasks import get_task
-from countdown_rl.tasks.format_copy import MAX_DIGITS, FormatCopyTask
+from countdown_rl.tasks.format_copy import FormatCopyTask
+from countdown_rl.tasks.format_copy.verifier import MAX_DIGITS
 
 
 # ----------------------------------------------------------------------------------------------------- rows

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from countdown_rl.tasks.base import Outcome, Verdict
-from countdown_rl.tasks.format_copy import (
+from countdown_rl.tasks.format_copy import FormatCopyTask
+from countdown_rl.tasks.format_copy.verifier import (
     MAX_DIGITS,
-    FormatCopyTask,
     extract_answer,
     is_strict,
     judge_completion,

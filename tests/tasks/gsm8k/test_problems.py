@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.base import Outcome
-from countdown_rl.tasks.gsm8k import parse_number
+from countdown_rl.tasks.extraction import parse_number
 
 
 # ------------------------------------------------------------------------------------------- generated data

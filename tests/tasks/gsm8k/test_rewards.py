@@ -10,19 +10,14 @@ from hypothesis import strategies as st
 
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.base import Outcome
-from countdown_rl.tasks.extraction import canonical_number_text
-from countdown_rl.tasks.gsm8k import (
+from countdown_rl.tasks.extraction import MAX_BOXED_SCAN, canonical_number_text, parse_number
+from countdown_rl.tasks.gsm8k.rewards import MALFORMED_ROWS_METRIC, REWARD_FUNCS, gsm8k_format_reward, gsm8k_reward
+from countdown_rl.tasks.gsm8k.verifier import (
     ANSWER_METHODS,
     DEFAULT_ANSWER_ORDER,
-    MALFORMED_ROWS_METRIC,
-    MAX_BOXED_SCAN,
-    REWARD_FUNCS,
     Extracted,
     extract_answer,
-    gsm8k_format_reward,
-    gsm8k_reward,
     judge_completion,
-    parse_number,
 )
 from tests.helpers.trl_calls import timed, trl_reward_call
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from countdown_rl.tasks.gsm8k import gsm8k_reward
+from countdown_rl.tasks.gsm8k.rewards import gsm8k_reward
 from tests.helpers.gaming import PROPERTY, disguises, full_of, numbers, wrappers
 
 

@@ -7,15 +7,9 @@ import json
 import pytest
 
 from countdown_rl.tasks import get_task
-from countdown_rl.tasks.gsm8k import DEFAULT_ANSWER_ORDER, GSM8KTask
-
-REAL_ROW = {
-    "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-    "How many clips did Natalia sell altogether in April and May?",
-    "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n"
-    "Natalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72",
-}
-GOLD_ROW = {"question": REAL_ROW["question"], "gold": "72"}
+from countdown_rl.tasks.gsm8k import GSM8KTask
+from countdown_rl.tasks.gsm8k.verifier import DEFAULT_ANSWER_ORDER
+from tests.helpers.task_samples import GOLD_ROW, REAL_ROW
 
 
 # ------------------------------------------------------------------------------------------------------ rows

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from countdown_rl.tasks.base import Outcome, Verdict
-from countdown_rl.tasks.gsm8k import (
+from countdown_rl.tasks.extraction import MAX_BOXED_SCAN
+from countdown_rl.tasks.gsm8k import GSM8KTask
+from countdown_rl.tasks.gsm8k.rewards import gsm8k_reward
+from countdown_rl.tasks.gsm8k.verifier import (
     ANSWER_METHODS,
-    MAX_BOXED_SCAN,
     Extracted,
-    GSM8KTask,
     extract_answer,
     gold_from_solution,
-    gsm8k_reward,
     judge_completion,
 )
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from countdown_rl.tasks.gsm8k import gsm8k_reward, judge_completion
+from countdown_rl.tasks.gsm8k.rewards import gsm8k_reward
+from countdown_rl.tasks.gsm8k.verifier import judge_completion
 
 
 # ---------------------------------------------------------------------------------------------- GSM8K: "answer is"

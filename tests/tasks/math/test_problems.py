@@ -6,12 +6,11 @@ from fractions import Fraction
 
 
 from countdown_rl.tasks.base import Outcome
-from countdown_rl.tasks.math import MathTask, generate_math, last_number, math_shaped_reward
-
-
-def fmt(answer: str) -> str:
-    """A completion in the R1-Zero format (the prompt already opened <think>)."""
-    return f"Let me think. </think> <answer>{answer}</answer>"
+from countdown_rl.tasks.extraction import last_number
+from countdown_rl.tasks.math import MathTask
+from countdown_rl.tasks.math.problems import generate_math
+from countdown_rl.tasks.math.rewards import math_shaped_reward
+from tests.helpers.task_samples import fmt
 
 
 def test_generate_is_deterministic_and_its_golds_are_judged_correct():

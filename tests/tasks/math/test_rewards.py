@@ -11,14 +11,10 @@ from hypothesis import strategies as st
 
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.base import Outcome
-from countdown_rl.tasks.math import MathTask, extract, math_r1_zero_reward, math_shaped_reward
-
-BIG = 100_000  # characters in the "100 KB" inputs
-
-
-def fmt(answer: str) -> str:
-    """A completion in the R1-Zero format (the prompt already opened <think>)."""
-    return f"Let me think. </think> <answer>{answer}</answer>"
+from countdown_rl.tasks.math import MathTask
+from countdown_rl.tasks.math.rewards import math_r1_zero_reward, math_shaped_reward
+from countdown_rl.tasks.math.verifier import extract
+from tests.helpers.task_samples import BIG, fmt
 
 
 # ----------------------------------------------------------------------------------------------------------------

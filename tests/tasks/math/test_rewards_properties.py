@@ -11,7 +11,7 @@ import functools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from countdown_rl.tasks.math import math_r1_zero_reward
+from countdown_rl.tasks.math.rewards import math_r1_zero_reward
 from tests.helpers.gaming import PROPERTY, disguises, fractions, full_of, numbers, wrappers
 
 MATH = functools.partial(math_r1_zero_reward, timeout_seconds=0.5)

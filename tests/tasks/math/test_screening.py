@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from countdown_rl.tasks.math import screen_problem
+from countdown_rl.tasks.math.screening import screen_problem
 
 
 @pytest.mark.parametrize(

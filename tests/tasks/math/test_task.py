@@ -6,14 +6,9 @@ import pytest
 
 from countdown_rl.tasks import get_task, task_class
 from countdown_rl.tasks.base import Outcome, Verdict
-from countdown_rl.tasks.math import MAX_ANSWER_CHARS, MathOptions, MathTask, parse_level
-
-BIG = 100_000  # characters in the "100 KB" inputs
-
-
-def fmt(answer: str) -> str:
-    """A completion in the R1-Zero format (the prompt already opened <think>)."""
-    return f"Let me think. </think> <answer>{answer}</answer>"
+from countdown_rl.tasks.math import MathOptions, MathTask, parse_level
+from countdown_rl.tasks.math.screening import MAX_ANSWER_CHARS
+from tests.helpers.task_samples import BIG, fmt
 
 
 # ----------------------------------------------------------------------------------------------------------------

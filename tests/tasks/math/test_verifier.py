@@ -11,24 +11,10 @@ from fractions import Fraction
 import pytest
 from hypothesis import given
 
-from countdown_rl.tasks.math import (
-    GOLD_ATTEMPTS,
-    MAX_ANSWER_CHARS,
-    Extraction,
-    equivalent,
-    extract,
-    last_boxed,
-    last_number,
-    r1_zero_format,
-    screen_problem,
-)
-
-BIG = 100_000  # characters in the "100 KB" inputs
-
-
-def fmt(answer: str) -> str:
-    """A completion in the R1-Zero format (the prompt already opened <think>)."""
-    return f"Let me think. </think> <answer>{answer}</answer>"
+from countdown_rl.tasks.extraction import last_boxed, last_number
+from countdown_rl.tasks.math.screening import MAX_ANSWER_CHARS, screen_problem
+from countdown_rl.tasks.math.verifier import GOLD_ATTEMPTS, Extraction, equivalent, extract, r1_zero_format
+from tests.helpers.task_samples import BIG, fmt
 
 
 # ----------------------------------------------------------------------------------------------------------------

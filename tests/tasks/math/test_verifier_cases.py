@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from countdown_rl.tasks.math import TIMEOUTS_METRIC, equivalent, math_r1_zero_reward, screen_problem, verdict
+from countdown_rl.tasks.math.rewards import TIMEOUTS_METRIC, math_r1_zero_reward
+from countdown_rl.tasks.math.screening import screen_problem
+from countdown_rl.tasks.math.verifier import equivalent, verdict
 
 
 # ---------------------------------------------------------------------------------------------- MATH: partial parses
