@@ -52,6 +52,7 @@ __all__ = [
     "parse_options",
     "r1_zero_prompt",
     "score_batch",
+    "select_reward_funcs",
     "short_repr",
 ]
 
@@ -268,6 +269,31 @@ def score_batch(
     return rewards
 
 
+def select_reward_funcs(
+    names: Sequence[str], registry: Mapping[str, RewardFunc], task: str | None = None
+) -> list[RewardFunc]:
+    """The reward functions of ``registry`` for recipe ``names``, in order; an empty list, an unknown name or a
+    repeated one (TRL would log both under one key) is a one-line ValueError, naming ``task`` when given.
+
+    >>> select_reward_funcs(["b"], {"a": len, "b": abs}) == [abs]
+    True
+    """
+    if isinstance(names, str):  # a bare string would be iterated character by character
+        raise TypeError(f"reward_funcs must be a list of names, got the string {names!r}")
+    names = list(names)
+    available = ", ".join(sorted(registry))
+    for_task = f" for task {task!r}" if task else ""
+    if not names:
+        raise ValueError(f"reward_funcs is empty; available{for_task}: {available}")
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown reward {unknown[0]!r} in reward_funcs{for_task}; available: {available}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"reward_funcs names {', '.join(map(repr, repeated))} more than once")
+    return [registry[n] for n in names]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Options
 # ----------------------------------------------------------------------------------------------------------------
@@ -425,20 +451,7 @@ class Task:
         >>> [f.__name__ for f in get_task("countdown").get_reward_funcs(["countdown"])]
         ['countdown_reward']
         """
-        if isinstance(names, str):  # a bare string would be iterated character by character
-            raise TypeError(f"reward_funcs must be a list of names, got the string {names!r}")
-        names = list(names)
-        registry = self.reward_funcs()
-        available = ", ".join(sorted(registry))
-        if not names:
-            raise ValueError(f"reward_funcs is empty; available for task {self.name!r}: {available}")
-        unknown = [n for n in names if n not in registry]
-        if unknown:
-            raise ValueError(f"unknown reward {unknown[0]!r} in reward_funcs for task {self.name!r}; available: {available}")
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"reward_funcs names {', '.join(map(repr, repeated))} more than once")
-        return [registry[n] for n in names]
+        return select_reward_funcs(names, self.reward_funcs(), task=self.name)
 
     # -- offline data ------------------------------------------------------------------------------------------
     def generate(self, n: int, seed: int = 0) -> list[dict[str, Any]]:

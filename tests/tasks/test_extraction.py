@@ -97,7 +97,7 @@ def test_parse_number(text, expected):
         "\\boxed{1}{2}",
         "9" * 25,  # past MAX_NUMBER_DIGITS
         "9" * 10_000,
-        "1" + ",000" * 20,  # past MAX_ANSWER_CHARS
+        "1" + ",000" * 20,  # past MAX_CANDIDATE_CHARS
         None,
         72,
         b"72",

@@ -25,7 +25,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from countdown_rl.tasks.base import completion_text, score_batch, short_repr
+from countdown_rl.tasks.base import completion_text, score_batch, select_reward_funcs, short_repr
 from countdown_rl.tasks.countdown import verifier
 
 __all__ = [
@@ -155,7 +155,8 @@ def graduated_reward(
     """
 
     def score(_index: int, text: str, row_nums: list[int], row_target: int) -> float:
-        return verifier.graduated_reward_fn(text, {"nums": row_nums, "target": row_target}, "exact", unary_minus=unary_minus)
+        ground_truth = {"nums": row_nums, "target": row_target}
+        return verifier.graduated_reward_fn(text, ground_truth, "exact", unary_minus=unary_minus)
 
     return _score_rows("graduated_reward", completions, nums, target, kwargs, score)
 
@@ -217,17 +218,4 @@ def get_reward_funcs(names: Sequence[str]) -> list[Callable[..., list[float | No
     >>> [f.__name__ for f in get_reward_funcs(["countdown", "length_aware"])]
     ['countdown_reward', 'length_aware_reward']
     """
-    if isinstance(names, str):  # a bare string would be iterated character by character
-        raise TypeError(f"reward_funcs must be a list of names, got the string {names!r}")
-    names = list(names)
-    if not names:
-        raise ValueError(f"reward_funcs is empty; available: {', '.join(sorted(REWARD_FUNCS))}")
-    funcs = []
-    for name in names:
-        if name not in REWARD_FUNCS:
-            raise ValueError(f"unknown reward {name!r} in reward_funcs; available: {', '.join(sorted(REWARD_FUNCS))}")
-        funcs.append(REWARD_FUNCS[name])
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise ValueError(f"reward_funcs names {', '.join(map(repr, duplicates))} more than once")
-    return funcs
+    return select_reward_funcs(names, REWARD_FUNCS)

@@ -95,8 +95,6 @@ _DIGIT_RUN = _regex(r"[0-9]+")
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, _NEG: 3}
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Score:
     """The parsed facts about one completion and its binary reward.

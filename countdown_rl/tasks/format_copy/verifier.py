@@ -101,7 +101,6 @@ def is_strict(text: Any) -> bool:
     return OPEN_ANSWER_TAG not in inner and CLOSE_ANSWER_TAG not in inner
 
 
-
 def number_problem(number: Any) -> str | None:
     """Why a row's ``number`` cannot be copied, or None: the check rewards and dataset loading share."""
     if not isinstance(number, bool):  # bool is an int subclass, but True is not a number to copy

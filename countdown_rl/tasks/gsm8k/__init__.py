@@ -32,8 +32,8 @@ from countdown_rl.tasks.base import (
     short_repr,
 )
 from countdown_rl.tasks.extraction import (
-    MAX_ANSWER_CHARS,
     MAX_BOXED_SCAN,
+    MAX_CANDIDATE_CHARS,
     MAX_NUMBER_DIGITS,
     canonical_number_text,
     parse_number,
@@ -69,8 +69,8 @@ __all__ = [
     "DATASET",
     "DEFAULT_ANSWER_ORDER",
     "MALFORMED_ROWS_METRIC",
-    "MAX_ANSWER_CHARS",
     "MAX_BOXED_SCAN",
+    "MAX_CANDIDATE_CHARS",
     "MAX_NUMBER_DIGITS",
     "PROMPT_TEMPLATES",
     "REWARD_FUNCS",

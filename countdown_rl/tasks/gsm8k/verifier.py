@@ -17,8 +17,8 @@
    that is wrong or unparsable -> PARTIAL, reward 0.0 (the binary reward of seed 004).
 
 Work is bounded for any input: tags and markers are found with ``str.rfind`` and linear regexes, a candidate
-longer than ``MAX_ANSWER_CHARS`` or with more than ``MAX_NUMBER_DIGITS`` digits is rejected before ``int()``,
-and brace matching stops after ``MAX_BOXED_SCAN`` characters.
+longer than ``MAX_CANDIDATE_CHARS`` or with more than ``MAX_NUMBER_DIGITS`` digits is rejected before
+``int()``, and brace matching stops after ``MAX_BOXED_SCAN`` characters.
 """
 
 from __future__ import annotations
@@ -122,8 +122,6 @@ def gold_problem(gold: Any) -> str | None:
     if gold_value(gold) is None:
         return f"'gold' is {short_repr(gold)}, expected a number"
     return None
-
-
 
 
 @dataclass(frozen=True)
@@ -254,7 +252,6 @@ def has_answer_tags(text: Any) -> bool:
     (True, False)
     """
     return isinstance(text, str) and _from_tags(text) is not None
-
 
 
 def judge_completion(text: Any, gold: Any, answer_order: Sequence[str] = DEFAULT_ANSWER_ORDER) -> Verdict:

@@ -117,7 +117,6 @@ def parse_level(value: Any) -> int | None:
     raise ValueError(f"'level' is {short_repr(value)}, expected 'Level 1' to 'Level 5' or an int")
 
 
-
 @dataclass(frozen=True)
 class MathOptions:
     """Options of the MATH task (recipe ``task_options: [levels=5]``)."""

@@ -188,7 +188,6 @@ def _text_key(answer: str) -> str:
     return choice[1] if choice else s
 
 
-
 # --------------------------------------------------------------------------------------------------------------
 # Comparing (math-verify)
 # --------------------------------------------------------------------------------------------------------------
@@ -388,7 +387,6 @@ def gold_number(gold: str, timeout_seconds: float) -> Fraction | None:
         if isinstance(value, sympy.Float):
             return Fraction(str(value))
     return None
-
 
 
 def gold_problem(gold: Any) -> str | None:

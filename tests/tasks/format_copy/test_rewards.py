@@ -1,4 +1,5 @@
-"""The format-copy reward (countdown_rl.tasks.format_copy.rewards): its parts, TRL's call, adversarial and arbitrary text."""
+"""The format-copy reward (countdown_rl.tasks.format_copy.rewards): its parts, TRL's call, adversarial and
+arbitrary text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The GSM8K rewards (countdown_rl.tasks.gsm8k.rewards): documented values through TRL's call, adversarial and arbitrary text."""
+"""The GSM8K rewards (countdown_rl.tasks.gsm8k.rewards): documented values through TRL's call, adversarial and
+arbitrary text."""
 
 from __future__ import annotations
 
