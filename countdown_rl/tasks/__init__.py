@@ -11,6 +11,9 @@ CLI's ``--help`` stay cheap. Adding a task is three steps:
 2. One line in :data:`TASKS`.
 3. A recipe under ``recipes/<name>/``.
 
+Tasks are the lowest layer with ``algorithms``: a task package imports the standard library and the shared modules
+here, nothing else of the package (MATH imports math-verify, lazily, on its first comparison).
+
 >>> sorted(TASKS)
 ['countdown', 'format_copy', 'gsm8k', 'math']
 >>> get_task("countdown").name
