@@ -1,8 +1,18 @@
 """Tasks behind one interface (:class:`countdown_rl.tasks.base.Task`), chosen by name (the recipe key ``task``).
 
-The registry maps a name to ``module:Class``; a task module is imported only when asked for, so the core and the
-CLI's ``--help`` stay cheap. Adding a task: write ``countdown_rl/tasks/<name>.py`` with a ``Task`` subclass, add
-one line here, and a recipe.
+The registry maps a name to ``package:Class``; a task package is imported only when asked for, so the core and the
+CLI's ``--help`` stay cheap. Adding a task is three steps:
+
+1. A package ``countdown_rl/tasks/<name>/`` shaped like the others: ``__init__`` (the :class:`Task` subclass and
+   its options), ``verifier`` (extract and judge one completion), ``rewards`` (TRL reward functions by recipe
+   name), ``prompts`` (templates) and ``problems`` (offline rows; Countdown's is ``puzzles``, with its solver).
+   What several tasks need lives here once: :mod:`.base` (the interface, answer tags, the batch loop of a reward,
+   option binding, row messages), :mod:`.extraction` (boxes, numbers, plain arithmetic), :mod:`.deadline`.
+2. One line in :data:`TASKS`.
+3. A recipe under ``recipes/<name>/``.
+
+Tasks are the lowest layer with ``algorithms``: a task package imports the standard library and the shared modules
+here, nothing else of the package (MATH imports math-verify, lazily, on its first comparison).
 
 >>> sorted(TASKS)
 ['countdown', 'format_copy', 'gsm8k', 'math']

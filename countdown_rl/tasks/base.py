@@ -1,7 +1,10 @@
 """The task interface: what the task-independent core (data, trainer, training, evaluation, report) asks of a task.
 
-A task is a :class:`Task` subclass in ``countdown_rl/tasks/<name>.py`` (or a subpackage), registered by name in
-``countdown_rl.tasks.TASKS``. It owns everything task-specific:
+A task is a package ``countdown_rl/tasks/<name>/`` whose ``__init__`` holds its :class:`Task` subclass, registered
+by name in ``countdown_rl.tasks.TASKS``. Every task package has the same modules, one per role: ``verifier``
+(extract and judge one completion; never executes model text), ``rewards`` (TRL reward functions), ``prompts``
+(templates) and an offline generator (``problems``; Countdown's ``puzzles`` also holds its solver). A task owns
+everything task-specific:
 
 1. Rows: :attr:`Task.columns` (the ground-truth columns its rewards read), :meth:`Task.prepare_row` (a source
    row in the dataset's own layout -> a row with those columns, e.g. GSM8K's gold number after ``####``) and
@@ -21,6 +24,7 @@ parsed from strings by :func:`parse_options` with one-line errors naming the key
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,19 +33,27 @@ from typing import Any, ClassVar, Union
 
 __all__ = [
     "ASCII_WHITESPACE",
+    "CLOSE_ANSWER_TAG",
+    "MAX_SHOWN_CHARS",
+    "OPEN_ANSWER_TAG",
     "R1_ZERO_ASSISTANT_PREFIX",
-    "R1_ZERO_PREAMBLE",
+    "R1_ZERO_BRIEF_PREAMBLE",
     "Outcome",
     "Prompt",
     "PromptTemplate",
     "RewardFunc",
     "Task",
     "Verdict",
+    "bind_options",
+    "clip_shown",
     "completion_text",
     "last_tag_content",
+    "missing_column",
     "parse_options",
     "r1_zero_prompt",
     "score_batch",
+    "select_reward_funcs",
+    "short_repr",
 ]
 
 # A plain-text prompt, or conversational messages ({"role": ..., "content": ...}) as TRL expects them.
@@ -52,10 +64,16 @@ RewardFunc = Callable[..., list[Union[float, None]]]
 
 ASCII_WHITESPACE = " \t\n\r\f\v"
 """What answers are stripped of: ``str.strip()`` with no argument would also strip Unicode spaces (U+00A0)."""
-R1_ZERO_PREAMBLE = (
+OPEN_ANSWER_TAG, CLOSE_ANSWER_TAG = "<answer>", "</answer>"
+"""The answer tags every task's prompts ask for (case-sensitive)."""
+MAX_SHOWN_CHARS = 200
+"""An extracted answer recorded in a :class:`Verdict` is cut to this many characters (evaluation files stay small)."""
+R1_ZERO_BRIEF_PREAMBLE = (
     "A conversation between User and Assistant. The User asks a question and the Assistant solves it: "
     "the Assistant first reasons about the problem in its mind, then gives the User the answer."
 )
+"""The R1-Zero frame without its format sentence: the task text that follows names the tags (Countdown, GSM8K).
+MATH's r1_zero prompt keeps the paper's full wording instead (``tasks.math.prompts.R1_ZERO_PAPER_PREAMBLE``)."""
 R1_ZERO_ASSISTANT_PREFIX = "Assistant: Let me solve this step by step.\n<think>"
 
 
@@ -66,10 +84,10 @@ def r1_zero_prompt(question: str) -> str:
     >>> "User: What is 2 + 2?" in prompt, prompt.endswith("<think>")
     (True, True)
     """
-    return f"{R1_ZERO_PREAMBLE}\nUser: {question}\n{R1_ZERO_ASSISTANT_PREFIX}"
+    return f"{R1_ZERO_BRIEF_PREAMBLE}\nUser: {question}\n{R1_ZERO_ASSISTANT_PREFIX}"
 
 
-def last_tag_content(text: Any, open_tag: str = "<answer>", close_tag: str = "</answer>") -> str | None:
+def last_tag_content(text: Any, open_tag: str = OPEN_ANSWER_TAG, close_tag: str = CLOSE_ANSWER_TAG) -> str | None:
     """Content of the last complete ``open_tag ... close_tag`` pair, stripped of ASCII whitespace, else None.
 
     Found with ``str.rfind`` (O(len(text)), no regex backtracking); tags are case-sensitive.
@@ -88,6 +106,55 @@ def last_tag_content(text: Any, open_tag: str = "<answer>", close_tag: str = "</
     if start < 0:
         return None
     return text[start + len(open_tag) : end].strip(ASCII_WHITESPACE)
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for one-line messages about a bad row value.
+
+    >>> short_repr("x" * 100)[-5:], short_repr([7, -7])
+    ('xx...', '[7, -7]')
+    """
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def clip_shown(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """An extracted answer as a :class:`Verdict` records it: at most ``limit`` characters, ``...`` marking a cut.
+
+    >>> clip_shown("72"), len(clip_shown("9" * 500))
+    ('72', 200)
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def missing_column(row: Mapping[str, Any], columns: Sequence[str]) -> str | None:
+    """The problem ``'<column>' is missing`` for the first of ``columns`` absent from ``row``, else None.
+
+    >>> missing_column({"nums": [1]}, ("nums", "target"))
+    "'target' is missing"
+    """
+    for column in columns:
+        if column not in row:
+            return f"'{column}' is missing"
+    return None
+
+
+def bind_options(funcs: Mapping[str, Callable[..., Any]], **options: Any) -> dict[str, Callable[..., Any]]:
+    """Reward functions with a task's options bound as keywords; no options: the functions themselves.
+
+    ``functools.partial`` keeps them picklable (TRL may send them to worker processes) and ``update_wrapper``
+    gives each the wrapped function's ``__name__``, which names TRL's ``rewards/<name>/mean`` log key.
+
+    >>> def r(completions, *, strict=False, **kwargs): return [float(strict)] * len(completions)
+    >>> bound = bind_options({"r": r}, strict=True)["r"]
+    >>> bound.__name__, bound(["a"])
+    ('r', [1.0])
+    """
+    if not options:
+        return dict(funcs)
+    return {
+        name: functools.update_wrapper(functools.partial(func, **options), func) for name, func in funcs.items()
+    }
 
 
 class Outcome(str, Enum):
@@ -200,6 +267,31 @@ def score_batch(
     if callable(log_metric):
         log_metric(malformed_metric, malformed)
     return rewards
+
+
+def select_reward_funcs(
+    names: Sequence[str], registry: Mapping[str, RewardFunc], task: str | None = None
+) -> list[RewardFunc]:
+    """The reward functions of ``registry`` for recipe ``names``, in order; an empty list, an unknown name or a
+    repeated one (TRL would log both under one key) is a one-line ValueError, naming ``task`` when given.
+
+    >>> select_reward_funcs(["b"], {"a": len, "b": abs}) == [abs]
+    True
+    """
+    if isinstance(names, str):  # a bare string would be iterated character by character
+        raise TypeError(f"reward_funcs must be a list of names, got the string {names!r}")
+    names = list(names)
+    available = ", ".join(sorted(registry))
+    for_task = f" for task {task!r}" if task else ""
+    if not names:
+        raise ValueError(f"reward_funcs is empty; available{for_task}: {available}")
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise ValueError(f"unknown reward {unknown[0]!r} in reward_funcs{for_task}; available: {available}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"reward_funcs names {', '.join(map(repr, repeated))} more than once")
+    return [registry[n] for n in names]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -359,20 +451,7 @@ class Task:
         >>> [f.__name__ for f in get_task("countdown").get_reward_funcs(["countdown"])]
         ['countdown_reward']
         """
-        if isinstance(names, str):  # a bare string would be iterated character by character
-            raise TypeError(f"reward_funcs must be a list of names, got the string {names!r}")
-        names = list(names)
-        registry = self.reward_funcs()
-        available = ", ".join(sorted(registry))
-        if not names:
-            raise ValueError(f"reward_funcs is empty; available for task {self.name!r}: {available}")
-        unknown = [n for n in names if n not in registry]
-        if unknown:
-            raise ValueError(f"unknown reward {unknown[0]!r} in reward_funcs for task {self.name!r}; available: {available}")
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"reward_funcs names {', '.join(map(repr, repeated))} more than once")
-        return [registry[n] for n in names]
+        return select_reward_funcs(names, self.reward_funcs(), task=self.name)
 
     # -- offline data ------------------------------------------------------------------------------------------
     def generate(self, n: int, seed: int = 0) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ Signal alarms (``signal.setitimer``) run only on the main thread, and a reward i
    watchdog.
 
 What it cannot do: stop one long call inside C code (a huge integer power, a regular expression); the callers
-screen such inputs out before the work starts (``countdown_rl.tasks.math.screen_problem``).
+screen such inputs out before the work starts (``countdown_rl.tasks.math.screening.screen_problem``).
 """
 
 from __future__ import annotations

@@ -28,13 +28,13 @@ from countdown_rl.tasks.base import ASCII_WHITESPACE, last_tag_content
 
 __all__ = [
     "BOX_COMMANDS",
-    "MAX_ANSWER_CHARS",
     "MAX_ARITHMETIC_TOKENS",
     "MAX_BOXED_SCAN",
+    "MAX_CANDIDATE_CHARS",
     "MAX_NUMBER_DIGITS",
     "NUMBER_TOKEN",
+    "canonical_number_text",
     "evaluate_arithmetic",
-    "format_number",
     "has_box_opening",
     "last_box",
     "last_boxed",
@@ -49,7 +49,7 @@ __all__ = [
 BOX_COMMANDS = ("\\boxed", "\\fbox")
 MAX_BOXED_SCAN = 1000
 """Characters read after a box's ``{`` for its closing brace; unclosed by then -> the box never closes."""
-MAX_ANSWER_CHARS = 64
+MAX_CANDIDATE_CHARS = 64
 """A number or arithmetic candidate longer than this (stripped) is unreadable."""
 MAX_NUMBER_DIGITS = 24
 """A number with more digits than this is unreadable (checked before ``int()``)."""
@@ -218,7 +218,7 @@ def parse_number(text: Any) -> Fraction | None:
     (the number of percent: "25%" reads as 25); commas only as thousands separators; decimals (``18.00`` is 18);
     ``a/b`` with integer parts and ``b != 0``. Rejected: other text (units, words), Unicode digits or signs, a
     leading ``+``, spaces inside the number, a comma that is no thousands separator, more than
-    ``MAX_ANSWER_CHARS`` characters or ``MAX_NUMBER_DIGITS`` digits.
+    ``MAX_CANDIDATE_CHARS`` characters or ``MAX_NUMBER_DIGITS`` digits.
 
     >>> parse_number("1,200"), parse_number("$18.00"), parse_number("3/4") == parse_number("0.75")
     (Fraction(1200, 1), Fraction(18, 1), True)
@@ -227,7 +227,7 @@ def parse_number(text: Any) -> Fraction | None:
     >>> parse_number("1,00") is None, parse_number("0,111") is None, parse_number("18 apples") is None
     (True, True, True)
     """
-    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
+    if not isinstance(text, str) or len(text) > MAX_CANDIDATE_CHARS:
         return None
     s = strip_sentence_punctuation(_unwrap(strip_sentence_punctuation(text)))
     s = s.replace("\\$", "$").replace("\\%", "%").replace("{,}", ",").replace("\\,", ",")
@@ -257,10 +257,10 @@ def parse_number(text: Any) -> Fraction | None:
     return -value if negative else value
 
 
-def format_number(value: Fraction | int) -> str:
+def canonical_number_text(value: Fraction | int) -> str:
     """The canonical text of a number: an integer as digits, else ``p/q`` (lowest terms).
 
-    >>> format_number(Fraction(1200)), format_number(Fraction(5, 2)), format_number(-3)
+    >>> canonical_number_text(Fraction(1200)), canonical_number_text(Fraction(5, 2)), canonical_number_text(-3)
     ('1200', '5/2', '-3')
     """
     value = Fraction(value)
@@ -354,7 +354,7 @@ def evaluate_arithmetic(text: Any) -> Fraction | None:
     >>> evaluate_arithmetic("\\\\sqrt{16}") is None, evaluate_arithmetic("2^{10}") is None, evaluate_arithmetic("4/0")
     (True, True, None)
     """
-    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
+    if not isinstance(text, str) or len(text) > MAX_CANDIDATE_CHARS:
         return None
     tokens = _tokens(strip_sentence_punctuation(_unwrap(strip_sentence_punctuation(text))))
     if not tokens:

@@ -5,7 +5,8 @@
 2. Prompts: :mod:`.prompts` (``r1_zero`` plain text, ``chat`` messages).
 3. Judging: :mod:`.verifier` extracts the last ``<answer>`` and evaluates it exactly, executing nothing.
 4. Rewards: :mod:`.rewards` (``countdown``, ``countdown_subset``, ``graduated``, ``length_aware``).
-5. Offline data: :mod:`.puzzles` (a generator that keeps only solvable puzzles, and an exact solver).
+5. Offline data: :mod:`.puzzles` (a generator that keeps only solvable puzzles, and an exact solver; the role the
+   other tasks' ``problems`` module plays).
 
 Option ``unary_minus`` (default false): accept a unary minus before a literal or a parenthesised group, as the
 assignment's reference verifier and TinyZero do; the default rule rejects it.
@@ -13,12 +14,11 @@ assignment's reference verifier and TinyZero do; the default rule rejects it.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from countdown_rl.tasks.base import RewardFunc, Task, Verdict
+from countdown_rl.tasks.base import RewardFunc, Task, Verdict, bind_options, missing_column
 from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES
 
 __all__ = ["DEFAULT_DATASET", "TINYZERO_BOUNDS", "TINYZERO_DATASET", "CountdownOptions", "CountdownTask"]
@@ -67,10 +67,7 @@ class CountdownTask(Task):
     def row_problem(self, row: Mapping[str, Any]) -> str | None:
         from countdown_rl.tasks.countdown.rewards import row_problem
 
-        missing = [c for c in self.columns if c not in row]
-        if missing:
-            return f"'{missing[0]}' is missing"
-        return row_problem(row["nums"], row["target"])
+        return missing_column(row, self.columns) or row_problem(row["nums"], row["target"])
 
     def dedupe_key(self, row: Mapping[str, Any]) -> Hashable:
         # The public data repeats ~40k puzzles with the numbers reordered.
@@ -100,10 +97,7 @@ class CountdownTask(Task):
     def reward_funcs(self) -> Mapping[str, RewardFunc]:
         from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
 
-        if not self.options.unary_minus:
-            return dict(REWARD_FUNCS)
-        # partial keeps the functions picklable and TRL names them after the wrapped function.
-        return {name: functools.partial(func, unary_minus=True) for name, func in REWARD_FUNCS.items()}
+        return bind_options(REWARD_FUNCS, **({"unary_minus": True} if self.options.unary_minus else {}))
 
     def demonstration(self, row: Mapping[str, Any], template: str | None = None) -> str:
         from countdown_rl.tasks.countdown.puzzles import solver_trace

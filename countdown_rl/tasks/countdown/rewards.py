@@ -25,7 +25,7 @@ import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from countdown_rl.tasks.base import completion_text, score_batch
+from countdown_rl.tasks.base import completion_text, score_batch, select_reward_funcs, short_repr
 from countdown_rl.tasks.countdown import verifier
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
 MALFORMED_ROWS_METRIC = "countdown/malformed_rows"
 """``log_metric`` name for the number of malformed ground-truth rows in a batch."""
 
-# score_row(index, completion text, validated numbers, validated target) -> reward
+# score_row(index, completion text, validated nums, validated target) -> reward
 _RowScorer = Callable[[int, str, list[int], int], float]
 
 
@@ -57,19 +57,9 @@ def _as_int(value: Any) -> int | None:
         return None
 
 
-def _parse_row(nums: Any, target: Any) -> tuple[list[int], int] | None:
-    """The validated ``(numbers, target)`` of one ground-truth row, or None when it is malformed."""
-    return None if row_problem(nums, target) else (_numbers(nums), operator.index(target))
-
-
-def _numbers(nums: Any) -> list[int]:
+def _int_list(nums: Any) -> list[int]:
     items = nums.tolist() if hasattr(nums, "tolist") and not isinstance(nums, (list, tuple)) else nums
     return [operator.index(item) for item in items]
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def row_problem(nums: Any, target: Any) -> str | None:
@@ -89,9 +79,9 @@ def row_problem(nums: Any, target: Any) -> str | None:
     # A negative number cannot be written without a unary minus, so the puzzle could never be solved under the
     # default rule; no generator produces one.
     if not items or any(_as_int(item) is None or _as_int(item) < 0 for item in items):
-        return f"'nums' is {_show(nums)}, expected a non-empty list of non-negative integers"
+        return f"'nums' is {short_repr(nums)}, expected a non-empty list of non-negative integers"
     if _as_int(target) is None:
-        return f"'target' is {_show(target)}, expected an integer"
+        return f"'target' is {short_repr(target)}, expected an integer"
     return None
 
 
@@ -113,7 +103,7 @@ def _score_rows(
         completions,
         columns,
         lambda row: row_problem(row["nums"], row["target"]),
-        lambda index, text, row: score_row(index, text, _numbers(row["nums"]), operator.index(row["target"])),
+        lambda index, text, row: score_row(index, text, _int_list(row["nums"]), operator.index(row["target"])),
         log_metric=kwargs.get("log_metric"),
         malformed_metric=MALFORMED_ROWS_METRIC,
     )
@@ -130,8 +120,8 @@ def countdown_reward(
     [1.0, 0.1, 0.0]
     """
 
-    def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
-        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact", unary_minus=unary_minus)
+    def score(_index: int, text: str, row_nums: list[int], row_target: int) -> float:
+        return verifier.reward_fn(text, {"nums": row_nums, "target": row_target}, "exact", unary_minus=unary_minus)
 
     return _score_rows("countdown_reward", completions, nums, target, kwargs, score)
 
@@ -147,8 +137,8 @@ def countdown_reward_subset(
     [1.0, 0.1]
     """
 
-    def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
-        return verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "subset", unary_minus=unary_minus)
+    def score(_index: int, text: str, row_nums: list[int], row_target: int) -> float:
+        return verifier.reward_fn(text, {"nums": row_nums, "target": row_target}, "subset", unary_minus=unary_minus)
 
     return _score_rows("countdown_reward_subset", completions, nums, target, kwargs, score)
 
@@ -157,15 +147,16 @@ def graduated_reward(
     completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], *, unary_minus: bool = False,
     **kwargs: Any,
 ) -> list[float | None]:
-    """Partial credit (``verifier.graduated_reward``): 1.0 / 0.7 / 0.5 / 0.3 / 0.1 / 0.0, exact-numbers rule.
+    """Partial credit (``verifier.graduated_reward_fn``): 1.0 / 0.7 / 0.5 / 0.3 / 0.1 / 0.0, exact-numbers rule.
 
     >>> graduated_reward(["<answer>10 + 8 + 2</answer>", "<answer>10 * 8 / 2</answer>"],
     ...                  nums=[[10, 8, 2]] * 2, target=[21] * 2)
     [0.7, 0.3]
     """
 
-    def score(_index: int, text: str, numbers: list[int], row_target: int) -> float:
-        return verifier.graduated_reward(text, {"numbers": numbers, "target": row_target}, "exact", unary_minus=unary_minus)
+    def score(_index: int, text: str, row_nums: list[int], row_target: int) -> float:
+        ground_truth = {"nums": row_nums, "target": row_target}
+        return verifier.graduated_reward_fn(text, ground_truth, "exact", unary_minus=unary_minus)
 
     return _score_rows("graduated_reward", completions, nums, target, kwargs, score)
 
@@ -199,8 +190,8 @@ def length_aware_reward(
             "GRPOTrainer passes); call it with completion_ids=[...]"
         )
 
-    def score(index: int, text: str, numbers: list[int], row_target: int) -> float:
-        base = verifier.reward_fn(text, {"numbers": numbers, "target": row_target}, "exact", unary_minus=unary_minus)
+    def score(index: int, text: str, row_nums: list[int], row_target: int) -> float:
+        base = verifier.reward_fn(text, {"nums": row_nums, "target": row_target}, "exact", unary_minus=unary_minus)
         budget = None if completion_budget is None else int(completion_budget[index])
         return base * verifier.length_factor(len(completion_ids[index]), budget)
 
@@ -227,17 +218,4 @@ def get_reward_funcs(names: Sequence[str]) -> list[Callable[..., list[float | No
     >>> [f.__name__ for f in get_reward_funcs(["countdown", "length_aware"])]
     ['countdown_reward', 'length_aware_reward']
     """
-    if isinstance(names, str):  # a bare string would be iterated character by character
-        raise TypeError(f"reward_funcs must be a list of names, got the string {names!r}")
-    names = list(names)
-    if not names:
-        raise ValueError(f"reward_funcs is empty; available: {', '.join(sorted(REWARD_FUNCS))}")
-    funcs = []
-    for name in names:
-        if name not in REWARD_FUNCS:
-            raise ValueError(f"unknown reward {name!r} in reward_funcs; available: {', '.join(sorted(REWARD_FUNCS))}")
-        funcs.append(REWARD_FUNCS[name])
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise ValueError(f"reward_funcs names {', '.join(map(repr, duplicates))} more than once")
-    return funcs
+    return select_reward_funcs(names, REWARD_FUNCS)

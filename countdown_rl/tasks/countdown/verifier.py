@@ -5,8 +5,9 @@ A completion is scored in four steps:
 1. Extract: the equation is the text inside the LAST complete ``<answer>...</answer>`` pair (found with
    ``str.rfind``, so O(len(text)); tags are case-sensitive), less one sentence-ending ``.``, ``,`` or ``;``.
    No complete pair -> outcome FAILED, reward 0.0.
-2. Numbers: the ASCII digit runs of the equation must use the puzzle's numbers -- each exactly once (rule
-   ``"exact"``, the Countdown rule) or each at most once (rule ``"subset"``, the original assignment's rule).
+2. Numbers: the ASCII digit runs of the equation must use the puzzle's numbers ``nums`` (the dataset column's
+   name) -- each exactly once (rule ``"exact"``, the Countdown rule) or each at most once (rule ``"subset"``, the
+   original assignment's rule).
 3. Evaluate: a whitelist check, a tokenizer and an explicit-stack shunting-yard parser accept only non-negative
    integer literals (ASCII digits; leading zeros allowed, ``07`` is 7), binary ``+ - * /`` with the usual
    precedence and left associativity, parentheses and ASCII whitespace, and compute the value EXACTLY with
@@ -56,7 +57,7 @@ __all__ = [
     "evaluate_equation",
     "evaluate_exact",
     "extract_answer",
-    "graduated_reward",
+    "graduated_reward_fn",
     "length_factor",
     "reward_fn",
     "score_completion",
@@ -83,10 +84,6 @@ underflow to 0)."""
 NUMBERS_RULES = ("exact", "subset")
 """``"exact"``: each given number used exactly once (Countdown). ``"subset"``: each used at most once."""
 
-_OPEN_TAG = "<answer>"
-_CLOSE_TAG = "</answer>"
-# ASCII whitespace only: str.isspace() and regex \s also accept Unicode spaces such as U+00A0.
-_ASCII_WS = " \t\n\r\f\v"
 # Whitelist: one C-speed pass that rejects every character the grammar cannot contain.
 _ALLOWED = _regex(r"[0-9+\-*/() \t\n\r\f\v]*")
 # After the whitelist, the tokens are digit runs and single operator/paren characters; whitespace only
@@ -96,8 +93,6 @@ _NEG = "neg"  # unary minus on the operator stack: a prefix operator binding tig
 # [0-9], not \d: \d also matches Unicode digits such as U+0663.
 _DIGIT_RUN = _regex(r"[0-9]+")
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, _NEG: 3}
-
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +129,7 @@ def extract_answer(text: Any) -> str | None:
     >>> extract_answer("<answer>1 + 2") is None
     True
     """
-    content = last_tag_content(text, _OPEN_TAG, _CLOSE_TAG)
+    content = last_tag_content(text)
     return None if content is None else strip_sentence_punctuation(content)
 
 
@@ -149,8 +144,8 @@ def _literals(equation: Any) -> list[int] | None:
     return [int(run) for run in runs]
 
 
-def validate_numbers(equation: Any, available_numbers: Iterable[int]) -> bool:
-    """True when the integers in ``equation`` form a sub-multiset of ``available_numbers`` (each at most once).
+def validate_numbers(equation: Any, nums: Iterable[int]) -> bool:
+    """True when the integers in ``equation`` form a sub-multiset of ``nums`` (each at most once).
 
     Integers are maximal runs of ASCII digits (leading zeros allowed: ``07`` is 7). An equation over
     ``MAX_EQUATION_CHARS`` characters or with a literal over ``MAX_LITERAL_DIGITS`` digits is False.
@@ -163,7 +158,7 @@ def validate_numbers(equation: Any, available_numbers: Iterable[int]) -> bool:
     used = _literals(equation)
     if used is None:
         return False
-    remaining = list(available_numbers)
+    remaining = list(nums)
     # Each successful remove() shrinks `remaining` and the first failure returns, so this is
     # O(len(available)^2) at worst however many literals the equation has.
     for number in used:
@@ -174,8 +169,8 @@ def validate_numbers(equation: Any, available_numbers: Iterable[int]) -> bool:
     return True
 
 
-def uses_numbers_exactly(equation: Any, numbers: Iterable[int]) -> bool:
-    """True when the integers in ``equation`` are exactly the multiset ``numbers`` (the Countdown rule).
+def uses_numbers_exactly(equation: Any, nums: Iterable[int]) -> bool:
+    """True when the integers in ``equation`` are exactly the multiset ``nums`` (the Countdown rule).
 
     >>> uses_numbers_exactly("(65 - 7) - 7", [7, 7, 65])
     True
@@ -186,13 +181,13 @@ def uses_numbers_exactly(equation: Any, numbers: Iterable[int]) -> bool:
     if used is None:
         return False
     used.sort()
-    return used == sorted(numbers)
+    return used == sorted(nums)
 
 
-def _numbers_ok(equation: str, numbers: Iterable[int], numbers_rule: str) -> bool:
+def _numbers_ok(equation: str, nums: Iterable[int], numbers_rule: str) -> bool:
     if numbers_rule == "exact":
-        return uses_numbers_exactly(equation, numbers)
-    return validate_numbers(equation, numbers)
+        return uses_numbers_exactly(equation, nums)
+    return validate_numbers(equation, nums)
 
 
 def _check_rule(numbers_rule: str) -> None:
@@ -323,7 +318,7 @@ def evaluate_equation(equation: Any, *, unary_minus: bool = False) -> float | No
 
 
 def score_completion(
-    text: Any, numbers: Iterable[int], target: int, numbers_rule: str = "exact", *, unary_minus: bool = False
+    text: Any, nums: Iterable[int], target: int, numbers_rule: str = "exact", *, unary_minus: bool = False
 ) -> Score:
     """Extract, check and evaluate the answer in ``text``; the binary reward and the facts behind it.
 
@@ -335,7 +330,7 @@ def score_completion(
     equation = extract_answer(text)
     if equation is None:
         return Score(Outcome.FAILED, NO_ANSWER_REWARD, None, None, False)
-    numbers_ok = _numbers_ok(equation, numbers, numbers_rule)
+    numbers_ok = _numbers_ok(equation, nums, numbers_rule)
     value = evaluate_exact(equation, unary_minus=unary_minus)
     if numbers_ok and value is not None and value == target:
         return Score(Outcome.CORRECT, CORRECT_REWARD, equation, value, True)
@@ -343,24 +338,30 @@ def score_completion(
 
 
 def classify_outcome(
-    text: Any, numbers: Iterable[int], target: int, numbers_rule: str = "exact", *, unary_minus: bool = False
+    text: Any, nums: Iterable[int], target: int, numbers_rule: str = "exact", *, unary_minus: bool = False
 ) -> Outcome:
     """CORRECT, PARTIAL (tag present, answer wrong) or FAILED (no tag).
 
     >>> classify_outcome("The final answer is 62.", [79, 17, 60], 36)
     <Outcome.FAILED: 'failed'>
     """
-    return score_completion(text, numbers, target, numbers_rule, unary_minus=unary_minus).outcome
+    return score_completion(text, nums, target, numbers_rule, unary_minus=unary_minus).outcome
+
+
+def _ground_truth_nums(ground_truth: Mapping[str, Any]) -> Any:
+    # "nums" is the dataset column's name; "numbers" is the assignment's reference spelling, still accepted.
+    return ground_truth["nums"] if "nums" in ground_truth else ground_truth["numbers"]
 
 
 def reward_fn(
     generated_text: Any, ground_truth: Mapping[str, Any], numbers_rule: str = "exact", *, unary_minus: bool = False
 ) -> float:
-    """1.0 correct, 0.1 answer tag present but wrong, 0.0 no tag; ``ground_truth = {"numbers", "target"}``.
+    """1.0 correct, 0.1 answer tag present but wrong, 0.0 no tag; ``ground_truth = {"nums", "target"}``.
 
-    Same result as ``score_completion(...).reward``, minus the work that cannot change it.
+    Same result as ``score_completion(...).reward``, minus the work that cannot change it. The assignment's
+    reference spelling ``{"numbers", "target"}`` is read too.
 
-    >>> gt = {"numbers": [79, 17, 60], "target": 36}
+    >>> gt = {"nums": [79, 17, 60], "target": 36}
     >>> reward_fn("<answer>(79 - (60 - 17))</answer>", gt), reward_fn("<answer>(79 + 60) + 17</answer>", gt)
     (1.0, 0.1)
     >>> reward_fn("The final answer is 62.", gt)
@@ -371,7 +372,7 @@ def reward_fn(
     if equation is None:
         return NO_ANSWER_REWARD
     # The cheap numbers check first: when it fails, evaluating cannot change the reward.
-    if not _numbers_ok(equation, ground_truth["numbers"], numbers_rule):
+    if not _numbers_ok(equation, _ground_truth_nums(ground_truth), numbers_rule):
         return FORMAT_REWARD
     # The int-or-Fraction value compares exactly with the int target; no Fraction wrapper needed.
     value = _evaluate(equation, unary_minus)
@@ -380,19 +381,22 @@ def reward_fn(
     return FORMAT_REWARD
 
 
-def graduated_reward(
+def graduated_reward_fn(
     generated_text: Any, ground_truth: Mapping[str, Any], numbers_rule: str = "exact", *, unary_minus: bool = False
 ) -> float:
     """Partial credit for near misses: 1.0 correct; with valid numbers 0.7 within 10% of the target,
     0.5 within 50%, else 0.3 (also when unevaluable); 0.1 tag only; 0.0 no tag.
 
-    >>> gt = {"numbers": [10, 8, 2], "target": 21}
-    >>> [graduated_reward(f"<answer>{eq}</answer>", gt)
+    The per-completion rule (the shape of :func:`reward_fn`); the TRL reward function over a batch is
+    ``rewards.graduated_reward``.
+
+    >>> gt = {"nums": [10, 8, 2], "target": 21}
+    >>> [graduated_reward_fn(f"<answer>{eq}</answer>", gt)
     ...  for eq in ["10 + 8 + 2", "10 * 2 - 8", "10 * 8 / 2", "10 + 8 + 2 +", "10 + 10"]]
     [0.7, 0.5, 0.3, 0.3, 0.1]
     """
     score = score_completion(
-        generated_text, ground_truth["numbers"], ground_truth["target"], numbers_rule, unary_minus=unary_minus
+        generated_text, _ground_truth_nums(ground_truth), ground_truth["target"], numbers_rule, unary_minus=unary_minus
     )
     if score.outcome is not Outcome.PARTIAL:
         return score.reward

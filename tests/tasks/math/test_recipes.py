@@ -1,25 +1,14 @@
-"""The GSM8K, MATH and format-copy recipes carry their seeds' settings and pass the strict parser and checks.
-
-Parsed with ``countdown_rl.training.recipe.parse_args`` (what ``countdown-rl train`` does); GPU recipes get
-``--use_cpu true`` on the command line only, as in tests/test_recipes.py.
-"""
+"""The MATH recipes carry seeds 002's and 003's settings and pass the strict parser and checks."""
 
 from __future__ import annotations
-
-import importlib
-from pathlib import Path
-from unittest import mock
 
 import pytest
 import yaml
 
-from countdown_rl.training.recipe import check_recipe, parse_args
+from tests.helpers.recipes import ROOT, parse
 
-ROOT = Path(__file__).resolve().parents[1]
-GSM8K = ROOT / "recipes" / "gsm8k" / "qwen2.5-1.5b-instruct" / "grpo_24gb.yaml"
 MATH_003 = ROOT / "recipes" / "math" / "qwen2.5-math-1.5b"
 MATH_002 = ROOT / "recipes" / "math" / "qwen2.5-1.5b"
-FORMAT_COPY = ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml"
 
 # seed 003's variants: file -> (reduction, std_normalization, baseline)
 SEED_003 = {
@@ -29,27 +18,6 @@ SEED_003 = {
     "constant_no_std": ("masked_mean_drgrpo", "none", "group_mean"),
     "no_baseline": ("masked_mean", "none", "none"),
 }
-
-
-def parse(path: Path, cpu: bool = True):
-    parsed = parse_args(["--config", str(path), *(["--use_cpu", "true"] if cpu else [])])
-    # check_recipe refuses use_vllm where vllm is not installed (it needs CUDA): vllm is cut at TRL's availability
-    # check, to run the rest (task, options, template, reward names, batch arithmetic) as train checks them.
-    with mock.patch.object(importlib.import_module("trl.import_utils"), "is_vllm_available", lambda *a, **k: True):
-        check_recipe(*parsed)
-    return parsed
-
-
-def test_gsm8k_recipe_is_seed_004():
-    s, t, m = parse(GSM8K)
-    assert (s.task, s.dataset_name, s.dataset_config, s.eval_dataset_split) == ("gsm8k", "openai/gsm8k", "main", "test")
-    assert (s.prompt_template, s.reward_funcs) == ("chat", ["gsm8k"])
-    assert m.model_name_or_path == "Qwen/Qwen2.5-1.5B-Instruct"
-    # group 4, batch of 1 prompt, 128 new tokens, lr 5e-6, clip 0.2, bf16, gradient checkpointing
-    assert t.num_generations == 4 and t.generation_batch_size == 4
-    assert t.max_completion_length == 128
-    assert t.learning_rate == pytest.approx(5e-6) and t.epsilon == pytest.approx(0.2)
-    assert t.bf16 is True and t.gradient_checkpointing is True and t.use_vllm is False
 
 
 @pytest.mark.parametrize("name", sorted(SEED_003))
@@ -88,10 +56,3 @@ def test_math_recipes_gr_reinforce_vs_grpo_are_seed_002():
     for key in ("learning_rate", "generation_batch_size", "num_generations", "per_device_train_batch_size",
                 "gradient_accumulation_steps", "beta", "epsilon", "max_completion_length"):
         assert getattr(reinforce, key) == getattr(grpo_args, key), key
-
-
-def test_format_copy_recipe_is_a_cpu_run_on_generated_rows():
-    s, t, m = parse(FORMAT_COPY, cpu=False)
-    assert (s.task, s.dataset_name, s.reward_funcs) == ("format_copy", "generated", ["format_copy"])
-    assert t.use_cpu is True and t.bf16 is False and t.use_vllm is False
-    assert m.model_name_or_path == "outputs/format-copy-warm"  # made by `countdown-rl warmup` (README)

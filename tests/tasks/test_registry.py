@@ -17,7 +17,7 @@ from countdown_rl.tasks import TASKS, Outcome, get_task
 from countdown_rl.tasks.base import Task
 from countdown_rl.training.data import load_rows, prepare_dataset, write_jsonl
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 NAMES = sorted(TASKS)
 

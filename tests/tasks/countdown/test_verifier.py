@@ -21,7 +21,7 @@ from countdown_rl.tasks.countdown.verifier import (
     evaluate_equation,
     evaluate_exact,
     extract_answer,
-    graduated_reward,
+    graduated_reward_fn,
     length_factor,
     reward_fn,
     score_completion,
@@ -268,7 +268,7 @@ def test_huge_inputs_return_none_promptly(name):
         result, seconds = timed(fn, text)
         assert result is None
         assert seconds < SLOW_SECONDS
-    reward, seconds = timed(reward_fn, f"<answer>{text}</answer>", {"numbers": [1], "target": 1})
+    reward, seconds = timed(reward_fn, f"<answer>{text}</answer>", {"nums": [1], "target": 1})
     assert reward == FORMAT_REWARD and seconds < SLOW_SECONDS
 
 
@@ -362,7 +362,7 @@ def test_evaluate_never_raises_on_near_miss_arithmetic(text):
 
 # ------------------------------------------------------------------------------------------------- scoring
 
-GT = {"numbers": [79, 17, 60], "target": 36}
+GT = {"nums": [79, 17, 60], "target": 36}
 
 
 def test_reward_fn_examples():
@@ -388,14 +388,14 @@ def test_reward_fn_examples():
     ],
 )
 def test_reward_fn_rules(answer, exact, subset):
-    gt = {"numbers": [7, 7, 65], "target": 51}
+    gt = {"nums": [7, 7, 65], "target": 51}
     text = f"<answer>{answer}</answer>"
     assert reward_fn(text, gt) == exact
     assert reward_fn(text, gt, numbers_rule="subset") == subset
 
 
 def test_subset_rule_accepts_unused_numbers():
-    gt = {"numbers": [64, 14, 16, 7], "target": 62}
+    gt = {"nums": [64, 14, 16, 7], "target": 62}
     assert reward_fn("<answer>(64 + 14) - 16</answer>", gt) == FORMAT_REWARD  # 7 unused
     assert reward_fn("<answer>(64 + 14) - 16</answer>", gt, numbers_rule="subset") == CORRECT_REWARD
 
@@ -433,7 +433,7 @@ ADVERSARIAL_ANSWERS = [
 @pytest.mark.parametrize(("numbers", "answer"), ADVERSARIAL_ANSWERS)
 def test_adversarial_answers_get_format_reward_only(numbers, answer):
     text = f"<think>I know a trick.</think><answer>{answer}</answer>"
-    gt = {"numbers": numbers, "target": 51}
+    gt = {"nums": numbers, "target": 51}
     assert validate_numbers(answer[: verifier.MAX_EQUATION_CHARS], numbers)  # the numbers are not the problem
     for rule in verifier.NUMBERS_RULES:
         reward, seconds = timed(reward_fn, text, gt, rule)
@@ -452,7 +452,7 @@ def test_adversarial_answers_get_format_reward_only(numbers, answer):
     ],
 )
 def test_degenerate_answers_get_format_reward_only(text):
-    reward, seconds = timed(reward_fn, text, {"numbers": [7, 7, 65], "target": 51})
+    reward, seconds = timed(reward_fn, text, {"nums": [7, 7, 65], "target": 51})
     assert reward == FORMAT_REWARD and seconds < SLOW_SECONDS
 
 
@@ -483,17 +483,17 @@ def test_classify_outcome():
 
 def test_target_is_compared_exactly():
     # 1/3 * 3 + 50 is exactly 51; a float pipeline would also get this one, but 51 + 1/3 must never equal 51.
-    assert reward_fn("<answer>(1 / 3) * 3 + 50</answer>", {"numbers": [1, 3, 3, 50], "target": 51}) == 1.0
-    assert reward_fn("<answer>1 / 3 + 51</answer>", {"numbers": [1, 3, 51], "target": 51}) == 0.1
+    assert reward_fn("<answer>(1 / 3) * 3 + 50</answer>", {"nums": [1, 3, 3, 50], "target": 51}) == 1.0
+    assert reward_fn("<answer>1 / 3 + 51</answer>", {"nums": [1, 3, 51], "target": 51}) == 0.1
     # Within float tolerance-based checks (|x - t| < 1e-5) but not equal.
-    assert reward_fn("<answer>1 / 999999 + 5</answer>", {"numbers": [1, 999999, 5], "target": 5}) == 0.1
+    assert reward_fn("<answer>1 / 999999 + 5</answer>", {"nums": [1, 999999, 5], "target": 5}) == 0.1
 
 
 @pytest.mark.parametrize("rule", ["", "EXACT", "multiset", None])
 def test_invalid_numbers_rule_raises(rule):
     for call in (
-        lambda: reward_fn("<answer>1</answer>", {"numbers": [1], "target": 1}, rule),
-        lambda: graduated_reward("<answer>1</answer>", {"numbers": [1], "target": 1}, rule),
+        lambda: reward_fn("<answer>1</answer>", {"nums": [1], "target": 1}, rule),
+        lambda: graduated_reward_fn("<answer>1</answer>", {"nums": [1], "target": 1}, rule),
         lambda: score_completion("no tag", [1], 1, rule),
         lambda: classify_outcome("no tag", [1], 1, rule),
     ):
@@ -520,13 +520,21 @@ def test_invalid_numbers_rule_raises(rule):
     ],
 )
 def test_graduated_reward(numbers, target, answer, expected):
-    assert graduated_reward(answer, {"numbers": numbers, "target": target}) == expected
+    assert graduated_reward_fn(answer, {"nums": numbers, "target": target}) == expected
+
+
+def test_the_reference_ground_truth_key_numbers_is_read_too():
+    # The assignment's reference verifier spells the column "numbers"; the dataset (and this package) say "nums".
+    gt = {"numbers": [7, 7, 65], "target": 51}
+    assert reward_fn("<answer>(65 - 7) - 7</answer>", gt) == 1.0
+    assert graduated_reward_fn("<answer>65 - 7 - 7</answer>", gt) == 1.0
+    assert reward_fn("<answer>65 - 7</answer>", gt) == 0.1
 
 
 def test_graduated_reward_subset_rule():
-    gt = {"numbers": [10, 8, 2, 50], "target": 21}
-    assert graduated_reward("<answer>10 + 8 + 2</answer>", gt) == 0.1
-    assert graduated_reward("<answer>10 + 8 + 2</answer>", gt, numbers_rule="subset") == 0.7
+    gt = {"nums": [10, 8, 2, 50], "target": 21}
+    assert graduated_reward_fn("<answer>10 + 8 + 2</answer>", gt) == 0.1
+    assert graduated_reward_fn("<answer>10 + 8 + 2</answer>", gt, numbers_rule="subset") == 0.7
 
 
 @pytest.mark.parametrize(
@@ -552,10 +560,10 @@ texts_with_tags = st.one_of(
 @settings(deadline=None, max_examples=400)
 @given(texts_with_tags)
 def test_reward_fn_on_arbitrary_text(text):
-    gt = {"numbers": [7, 7, 65], "target": 51}
+    gt = {"nums": [7, 7, 65], "target": 51}
     for rule in verifier.NUMBERS_RULES:
         assert reward_fn(text, gt, rule) in {0.0, 0.1, 1.0}
-        assert graduated_reward(text, gt, rule) in {0.0, 0.1, 0.3, 0.5, 0.7, 1.0}
+        assert graduated_reward_fn(text, gt, rule) in {0.0, 0.1, 0.3, 0.5, 0.7, 1.0}
 
 
 equations_over_puzzle = st.lists(
@@ -571,7 +579,7 @@ def test_reward_fn_agrees_with_score_completion(equation, prefix, closed):
     for target in (51, 61, 0):
         for rule in verifier.NUMBERS_RULES:
             score = score_completion(text, [7, 7, 65], target, rule)
-            reward = reward_fn(text, {"numbers": [7, 7, 65], "target": target}, rule)
+            reward = reward_fn(text, {"nums": [7, 7, 65], "target": target}, rule)
             assert reward == score.reward in {0.0, 0.1, 1.0}
             assert (score.outcome is Outcome.CORRECT) == (reward == 1.0)
 

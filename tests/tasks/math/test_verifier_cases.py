@@ -1,6 +1,6 @@
-"""Graders that cannot be gamed (issue 22): the reported cases as tables, and the work bound in every thread.
+"""The MATH verifier cannot be gamed (issue 22): the reported cases as tables, and the work bound in every thread.
 
-Offline and real: the tasks' own graders and math-verify; nothing is mocked.
+Offline and real: math-verify itself; nothing is mocked.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import time
 
 import pytest
 
-from countdown_rl.tasks.extraction import evaluate_arithmetic, parse_number, strip_sentence_punctuation
-from countdown_rl.tasks.gsm8k import gsm8k_reward, judge_completion
-from countdown_rl.tasks.math import TIMEOUTS_METRIC, equivalent, math_r1_zero_reward, screen_problem, verdict
+from countdown_rl.tasks.math.rewards import TIMEOUTS_METRIC, math_r1_zero_reward
+from countdown_rl.tasks.math.screening import screen_problem
+from countdown_rl.tasks.math.verifier import equivalent, verdict
+
 
 # ---------------------------------------------------------------------------------------------- MATH: partial parses
 
@@ -84,62 +85,6 @@ def test_math_accepts_right_answers(answer, gold):
 def test_the_screen_refuses_what_is_really_costly(answer, refused):
     assert (screen_problem(answer) is not None) is refused
 
-
-# ---------------------------------------------------------------------------------------------- GSM8K: "answer is"
-
-GSM8K_CASES = [
-    # (completion, gold, reward)
-    ("The answer is 300 + 120 + 60 = 480.", "480", 1.0),  # the value after the last "="
-    ("The answer is 300 + 120 + 60 = 480.", "300", 0.0),
-    ("The answer is $\\sqrt{16}$", "16", 0.0),  # a number inside a root is not the answer
-    ("The answer is $\\sqrt{16}$", "4", 0.0),  # and the root is not evaluated
-    ("The answer is $2^{10}$", "2", 0.0),
-    ("The answer is $2^{10}$", "1024", 0.0),
-    ("The answer is 5 - 3 = 2", "5", 0.0),
-    ("The answer is 5 - 3 = 2", "2", 1.0),
-    ("The answer is 5 - 3", "2", 1.0),  # plain arithmetic, evaluated exactly
-    ("The answer is 2 \\times (3 + 4).", "14", 1.0),
-    ("The answer is 18 apples.", "18", 1.0),
-    ("The answer is $18/hour.", "18", 1.0),
-    ("The answer is 18 or 20.", "18", 0.0),  # several answers: unreadable
-    ("The answer is 18 or 20.", "20", 0.0),
-    ("The answer is 18!", "18", 0.0),
-    ("The answer is 72.", "72", 1.0),
-    ("<answer>0,111</answer>", "111", 0.0),  # a comma that is no thousands separator: unreadable
-    ("<answer>0,111</answer>", "0", 0.0),
-    ("<answer>1,22</answer>", "22", 0.0),
-    ("<answer>1,200</answer>", "1200", 1.0),
-    ("<answer>72.</answer>", "72", 1.0),
-    ("<answer> 72; </answer>", "72", 1.0),
-    ("<answer>5 - 3 = 2</answer>", "2", 0.0),  # the whole tag content is the answer (kept on purpose)
-]
-
-
-@pytest.mark.parametrize(("text", "gold", "reward"), GSM8K_CASES, ids=[f"{t}|{g}" for t, g, _ in GSM8K_CASES])
-def test_gsm8k_reads_the_answer_the_sentence_gives(text, gold, reward):
-    assert gsm8k_reward([text], gold=[gold]) == [reward]
-    # the last-number fallback does not rescue an unreadable "answer is" (it would read 16 in \sqrt{16})
-    order = ["tags", "boxed", "answer_is", "last_number"]
-    assert judge_completion(text, gold, order).reward == reward
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("5.", "5"), ("$5$.", "$5$"), ("$5.$", "$5$"), (" 5 , ", "5"), ("1, 2, \\ldots", "1, 2, \\ldots"),
-     ("5..", "5.."), ("5\\;", "5\\;")],
-)
-def test_strip_sentence_punctuation(text, expected):
-    assert strip_sentence_punctuation(text) == expected
-
-
-def test_shared_number_and_arithmetic_readers():
-    assert parse_number("0,111") is None and parse_number("1,22") is None and parse_number("1,222") == 1222
-    assert evaluate_arithmetic("300 + 120 + 60") == 480 and evaluate_arithmetic("-(2 - 5) * 2") == 6
-    for unreadable in ("2^{10}", "\\sqrt{16}", "2 3", "5!", "x + 1", "(1 + 2", "1 +", "4 / 0", "9" * 70):
-        assert evaluate_arithmetic(unreadable) is None, unreadable
-
-
-# ---------------------------------------------------------------------------------------------- the work bound
 
 SLOW = ("(x+1)^{9999}", "(x+2)^{9999}")  # passes the screen; sympy's comparison runs for minutes
 BOUND = 1.0  # the deadline used here (the default is 2 s); the slack below covers a loaded 2-core machine

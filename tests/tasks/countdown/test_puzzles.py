@@ -73,7 +73,7 @@ def test_solver_answers_score_full_reward():
         equation = solve(p["nums"], p["target"])
         assert equation is not None
         completion = f"<think>...</think> <answer>{equation}</answer>"
-        assert reward_fn(completion, {"numbers": p["nums"], "target": p["target"]}) == 1.0, (p, equation)
+        assert reward_fn(completion, {"nums": p["nums"], "target": p["target"]}) == 1.0, (p, equation)
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_solver_needs_fractional_intermediates():
     # 24 from [1, 3, 4, 6] needs 6 / (1 - 3/4): only reachable through a non-integer step.
     equation = solve([1, 3, 4, 6], 24)
     assert equation is not None
-    assert reward_fn(f"<answer>{equation}</answer>", {"numbers": [1, 3, 4, 6], "target": 24}) == 1.0
+    assert reward_fn(f"<answer>{equation}</answer>", {"nums": [1, 3, 4, 6], "target": 24}) == 1.0
 
 
 def test_solver_is_deterministic_and_order_independent():
@@ -148,14 +148,14 @@ def test_trace_steps_are_correct_and_answer_scores_full_reward():
             a, op, b, c = Fraction(m[1]), m[2], Fraction(m[3]), Fraction(m[4])
             assert {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else None}[op] == c, step
         assert Fraction(STEP.match(steps[-1])[4]) == p["target"]
-        assert reward_fn(trace, {"numbers": p["nums"], "target": p["target"]}) == 1.0
+        assert reward_fn(trace, {"nums": p["nums"], "target": p["target"]}) == 1.0
         assert len(trace) < 200  # a short target for tiny models
 
 
 def test_trace_without_opening_think_and_for_unsolvable():
     trace = solver_trace([7, 7, 65], 51, open_think=False)
     assert not trace.startswith("<think>") and "</think> <answer>" in trace
-    assert reward_fn("<think>" + trace, {"numbers": [7, 7, 65], "target": 51}) == 1.0
+    assert reward_fn("<think>" + trace, {"nums": [7, 7, 65], "target": 51}) == 1.0
     with pytest.raises(ValueError, match="no equation"):
         solver_trace([1, 1, 1], 99)
 
@@ -188,7 +188,7 @@ def test_search_trace_writes_checked_wrong_attempts_then_the_solution():
         assert all(_replay_attempt(a, nums) != target for a in failed), trace
         assert _replay_attempt(last, nums) == target
         assert f"<think>{last}</think>" in solver_trace(nums, target)  # the solution is the solver's
-        assert reward_fn(trace, {"numbers": nums, "target": target}) == 1.0
+        assert reward_fn(trace, {"nums": nums, "target": target}) == 1.0
         failed_counts.append(len(failed))
     assert set(failed_counts) == {0, 1, 2}  # the number of wrong attempts varies
 
@@ -266,4 +266,4 @@ def test_generate_with_solutions():
     rows = generate_with_solutions(30, seed=4)
     assert [{k: r[k] for k in ("nums", "target")} for r in rows] == generate_countdown(30, seed=4)
     for r in rows:
-        assert reward_fn(f"<answer>{r['solution']}</answer>", {"numbers": r["nums"], "target": r["target"]}) == 1.0
+        assert reward_fn(f"<answer>{r['solution']}</answer>", {"nums": r["nums"], "target": r["target"]}) == 1.0
