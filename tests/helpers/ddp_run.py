@@ -17,12 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
 from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
+from tests.helpers.trainers import char_diversity_reward  # noqa: E402
 from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
-
-
-def char_diversity_reward(completions, **kwargs):
-    """Dense toy reward: distinct characters per character (varies between random completions)."""
-    return [len(set(c)) / (1 + len(c)) for c in completions]
 
 
 def main():
