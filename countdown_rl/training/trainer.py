@@ -52,6 +52,7 @@ PER_COMPLETION_KEYS = frozenset({"prompt_ids", "prompt_mask", "completion_ids", 
                                  "advantages", "old_per_token_logps", "ref_per_token_logps",
                                  "importance_sampling_ratio"})
 
+
 class CountdownGRPOTrainer(GRPOTrainer):
     """GRPOTrainer whose advantages and loss reduction come from ``countdown_rl.algorithms.grpo`` (see module docstring).
 

@@ -116,9 +116,9 @@ def test_the_examples_hold_and_every_key_has_help():
     import countdown_rl.algorithms.curriculum as curriculum
     import countdown_rl.tasks.countdown as countdown
     import countdown_rl.tasks.countdown.puzzles as puzzles_module
-    import countdown_rl.training.trainer as trainer_module
+    import countdown_rl.training.config as config_module
 
-    for module in (curriculum, countdown, puzzles_module, trainer_module):
+    for module in (curriculum, countdown, puzzles_module, config_module):
         assert doctest.testmod(module).failed == 0, module.__name__
     for f in fields(DataArguments):
         assert f.metadata.get("help"), f.name

@@ -7,6 +7,12 @@ from countdown_rl.generation import backends
 from countdown_rl.generation.backends import Backend, backend_names, evaluation_backends, get_backend
 
 
+def test_the_module_examples_hold():
+    import doctest
+
+    assert doctest.testmod(backends).failed == 0
+
+
 def test_the_registered_backends():
     assert backend_names() == ("transformers", "compiled", "vllm")
     assert evaluation_backends() == backend_names()

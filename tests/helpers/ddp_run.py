@@ -1,4 +1,4 @@
-"""A few CountdownGRPOTrainer steps, launched by tests/test_trainer_training.py with torchrun (1 or 2 processes).
+"""A few CountdownGRPOTrainer steps, launched by tests/training/test_trainer.py with torchrun (1 or 2 processes).
 
 Usage: torchrun --nproc_per_node N tests/helpers/ddp_run.py MODEL_DIR OUT_JSON ALGORITHM
 The global batch is fixed (8 completions per step); each process gets 8 / N. Rank 0 writes the loss trajectory.

@@ -108,3 +108,11 @@ def test_the_backend_choices_are_the_registry():
 
     choices = next(f for f in fields(CountdownGRPOConfig) if f.name == "generation_backend").metadata["choices"]
     assert choices == [*backend_names(), None]
+
+
+def test_the_config_examples_hold():
+    import doctest
+
+    import countdown_rl.training.config as config_module
+
+    assert doctest.testmod(config_module).failed == 0
