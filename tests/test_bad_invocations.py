@@ -10,7 +10,8 @@ recipe and a few bad files, offline (``HF_HUB_OFFLINE=1``: no Hub request can le
 3. nothing was written or deleted: the scratch folder's listing, sizes and mtimes are the same before and after.
 
 The cases run four at a time (a ``train`` process spends ~5-8 s CPU importing torch and TRL; the others are
-fast). The output-directory guard and the Hub checks of ``train`` are tested in process in tests/training/test_reliability.py.
+fast). The output-directory guard and the Hub checks of ``train`` are tested in process in
+tests/training/test_reliability.py.
 """
 
 from __future__ import annotations

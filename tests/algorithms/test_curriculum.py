@@ -242,8 +242,8 @@ def _trainer(model_dir, out, reward, train_dataset=None, eval_dataset=None, **ov
 
 def test_each_rollout_uses_the_budget_of_its_step(tiny_model_dir, tmp_path):
     reward = recording_reward()
-    trainer = _trainer(tiny_model_dir, tmp_path, reward, eval_dataset=puzzle_rows(4), max_steps=3, eval_strategy="steps",
-                       eval_steps=1, per_device_eval_batch_size=4)
+    trainer = _trainer(tiny_model_dir, tmp_path, reward, eval_dataset=puzzle_rows(4), max_steps=3,
+                       eval_strategy="steps", eval_steps=1, per_device_eval_batch_size=4)
     trainer.train()
     assert [c["step"] for c in reward.calls] == [0, 1, 2]
     check_budgets(reward.calls, [4, 4, 8])

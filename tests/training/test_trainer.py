@@ -140,7 +140,8 @@ def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_th
             per_device_eval_batch_size=8, num_generations=4, max_completion_length=8, max_steps=2, logging_steps=1,
             save_strategy="no", eval_strategy="steps", eval_steps=1, seed=0, algorithm="dr_grpo",
         ),
-        train_dataset=puzzle_rows(), eval_dataset=puzzle_rows(4), processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+        train_dataset=puzzle_rows(), eval_dataset=puzzle_rows(4),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
         task=get_task("countdown"),
     )
     trainer.train()
