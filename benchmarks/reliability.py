@@ -140,7 +140,7 @@ def corruption_rows(base: Path, baseline: Path, model, puzzles) -> list[dict]:
 def invocation_rows(base: Path, model: Path) -> dict:
     import concurrent.futures
 
-    from tests.test_bad_invocations import CASES, build_scratch, problems, run, snapshot
+    from _common import CASES, build_scratch, problems, run, snapshot
 
     scratch = build_scratch(base / "scratch", model)
     before = snapshot(scratch)

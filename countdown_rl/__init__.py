@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY = {
-    "CountdownGRPOConfig": "countdown_rl.training.trainer",
+    "CountdownGRPOConfig": "countdown_rl.training.config",
     "CountdownGRPOTrainer": "countdown_rl.training.trainer",
 }
 

@@ -5,6 +5,10 @@
    module never imports a command, evaluation never imports training, and so on.
 3. The task-independent core never imports a task plug-in: only the registry (``countdown_rl.tasks``) and the
    interface (``countdown_rl.tasks.base``). The demo (Countdown's) and the commands may.
+4. One seam with TRL: every private TRL / transformers name the package touches (an override, an attribute read or
+   written: :mod:`tests.helpers.trl_seam`) is touched under ``countdown_rl/training/`` only.
+5. No test module imports another test module (shared code goes to ``tests/helpers/`` or ``conftest.py``), and
+   nothing under ``benchmarks/`` imports ``tests``.
 
 Imports inside functions and under ``TYPE_CHECKING`` count: they run (or type-check) all the same.
 """
@@ -162,3 +166,52 @@ def test_the_readme_table_has_one_row_per_subpackage():
     assert rows == [f"countdown_rl.{name}" for name in
                     ("tasks", "algorithms", "generation", "evaluation", "runs", "training", "sweeps", "demo", "commands")]
     assert sorted(rows) == [f"countdown_rl.{name}" for name in SUBPACKAGES]
+
+
+def test_private_trl_names_are_touched_only_under_training():
+    from tests.helpers.trl_seam import SEAM, private_uses
+
+    wrong = [f"{file} touches {name} (a private TRL / transformers name): move it under {SEAM}"
+             for name, files in sorted(private_uses().items()) for file in sorted(files) if not file.startswith(SEAM)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_seam_scanner_sees_a_real_override():
+    """The scanner itself: the trainer's known hooks are found (else the test above would pass on nothing)."""
+    from tests.helpers.trl_seam import private_uses
+
+    uses = private_uses()
+    assert "countdown_rl/training/trainer.py" in uses["_compute_loss"]
+    assert "countdown_rl/training/reliability.py" in uses["_save_checkpoint"]
+
+
+def python_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (absolute names; ``from a import b`` gives ``a`` and ``a.b``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def is_test_module(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == "tests" and parts[-1].startswith("test_")
+
+
+def test_no_test_module_imports_another():
+    tests = PACKAGE.parent / "tests"
+    wrong = [f"{path.relative_to(tests.parent)} imports {name}"
+             for path in sorted(tests.rglob("*.py")) for name in sorted(python_imports(path)) if is_test_module(name)]
+    assert not wrong, "move shared test code to tests/helpers/ or tests/conftest.py:\n" + "\n".join(wrong)
+
+
+def test_no_benchmark_imports_the_tests():
+    benchmarks = PACKAGE.parent / "benchmarks"
+    wrong = [f"{path.relative_to(benchmarks.parent)} imports {name}"
+             for path in sorted(benchmarks.rglob("*.py")) for name in sorted(python_imports(path))
+             if name == "tests" or name.startswith("tests.")]
+    assert not wrong, "a benchmark needs only the package and benchmarks/_common.py:\n" + "\n".join(wrong)

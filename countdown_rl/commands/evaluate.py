@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import Any, get_type_hints
 
 from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.generation.backends import evaluation_backends
 from countdown_rl.runs.hub import check_model_source, is_local_path
 from countdown_rl.runs.model_source import check_model_file_source, resolve_model_source
 from countdown_rl.training.data import DataArguments
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score only the first N held-out puzzles (default: all)")
     p.add_argument("--max_tokens", type=int, nargs="+", default=[256, 512, 1024],
                    help="token budgets (max new tokens); one generation serves all (default: 256 512 1024)")
-    p.add_argument("--backend", choices=["auto", "vllm", "compiled", "transformers"], default="auto",
+    p.add_argument("--backend", choices=["auto", *evaluation_backends()], default="auto",
                    help="auto: vllm when installed and CUDA is available, else compiled (static cache + "
                    "torch.compile) on CUDA, else transformers")
     p.add_argument("--vllm_server_url", default=None,

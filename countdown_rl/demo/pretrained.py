@@ -26,7 +26,6 @@ Evaluations go through vLLM where it is installed (one eager engine per model), 
 from __future__ import annotations
 
 import gc
-import importlib.util
 import os
 import shutil
 import time
@@ -113,9 +112,10 @@ def check_demo_model(model: str) -> None:
 def choose_backends(model_dir: str) -> tuple[str, str, str | None]:
     """(rollouts, evaluations, why not vLLM): ``vllm`` for both where vLLM is installed and runs the model, else
     ``compiled`` rollouts (static cache + ``torch.compile``) and transformers ``generate`` evaluations."""
+    from countdown_rl.generation.backends import get_backend
     from countdown_rl.generation.vllm_sync import check_cpu_engine_model
 
-    if importlib.util.find_spec("vllm") is None:
+    if not get_backend("vllm").installed():
         return "compiled", "transformers", "vLLM is not installed"
     try:
         check_cpu_engine_model(model_dir, "--model")

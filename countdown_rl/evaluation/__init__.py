@@ -1,6 +1,7 @@
 """Evaluation: scoring completions with a task, the eval files, reports across runs and the model card.
 
 - :mod:`.scoring`: generate for evaluation, score by the task, ``BudgetResult``, pass@k.
+- :mod:`.sharding`: an evaluation set split over a job's processes (padded to one length under sharded weights).
 - :mod:`.eval_files`: ``eval.json`` / ``eval.md`` / ``samples.jsonl``: their metadata, writing and reading.
 - :mod:`.report`: tables and plots from run directories (``countdown-rl report``).
 - :mod:`.model_card`: the run's ``README.md`` for the Hub.

@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from countdown_rl.files import format_number, format_percent, render_markdown_table
-from countdown_rl.generation.sampling import BACKENDS, Completion, cut_to_budget, generate, generate_vllm
+from countdown_rl.generation.backends import get_backend
+from countdown_rl.generation.compiled import compiled_for  # noqa: F401  (a public name of this module before)
+from countdown_rl.generation.sampling import Completion, cut_to_budget
 from countdown_rl.tasks import DEFAULT_TASK, Outcome, get_task
 
 if TYPE_CHECKING:
@@ -237,16 +239,6 @@ def prompts_for(task: Task, rows: Sequence[Mapping[str, Any]], template: str | N
     return [row["prompt"] if row.get("prompt") is not None else task.prompt(row, template) for row in rows]
 
 
-def compiled_for(tokenizer, prompts: Sequence[Any], max_new_tokens: int, chat_template_kwargs):
-    """A ``CompiledGeneration`` whose one bucket holds the longest of these prompts (tokenized as ``generate`` does)."""
-    from countdown_rl.generation.compiled import CompiledGeneration, automatic_buckets
-    from countdown_rl.generation.sampling import prompt_texts
-
-    texts = prompt_texts(tokenizer, prompts, chat_template_kwargs)
-    lengths = [len(tokenizer(t, add_special_tokens=isinstance(p, str))["input_ids"]) for t, p in zip(texts, prompts)]
-    return CompiledGeneration(max_new_tokens=max_new_tokens, prompt_buckets=automatic_buckets(lengths))
-
-
 def _load_tokenizer(name_or_path):
     from transformers import AutoTokenizer
 
@@ -283,18 +275,14 @@ def evaluate_budgets(
         raise ValueError(f"budgets must be positive token counts, got {budgets}")
     if not puzzles:
         raise ValueError("no puzzles to evaluate")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    generator = get_backend(backend)  # an unknown name: one line listing the known ones
     task = _resolve_task(task)
     puzzles = [dict(p) for p in puzzles]
     prompts = prompts_for(task, puzzles, template)
     if tokenizer is None:  # vLLM: the engine's tokenizer, or the one saved with the model
         tokenizer = model.get_tokenizer() if hasattr(model, "get_tokenizer") else _load_tokenizer(model)
-    generator = generate_vllm if backend == "vllm" else generate
-    extra = {}
-    if backend == "compiled":
-        extra["compiled"] = compiled or compiled_for(tokenizer, prompts, budgets[-1], chat_template_kwargs)
-    completions = generator(
+    extra = generator.evaluation_keywords(tokenizer, prompts, budgets[-1], chat_template_kwargs, compiled)
+    completions = generator.evaluation_generator()(
         model,
         tokenizer,
         prompts,

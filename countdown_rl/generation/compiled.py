@@ -19,9 +19,10 @@ decode step was 3.5x faster. The algorithm:
    stopping run eagerly as in plain ``generate``, so every sampling parameter, EOS id and the RNG stream are the
    plain path's. Tokens equal the plain path's as long as the compiled logits round the same way; on the CPU in
    float32 they do (greedy and seeded sampling, tested); nothing guarantees it bit for bit in bf16 on a GPU.
-5. Warm up when training begins (``on_train_begin``, after the Trainer set up checkpointing) or before an
-   evaluation: one short call per row count; the first compile's time is logged once instead of landing in step
-   1's ``step_time``. Later new graphs are logged as recompiles.
+5. Warm up before the first generation (the trainer does it when training begins, after the Trainer set up
+   checkpointing: :mod:`countdown_rl.training.rollouts`) or before an evaluation: one short call per row count;
+   the first compile's time is logged once instead of landing in step 1's ``step_time``. Later new graphs are
+   logged as recompiles.
 6. Fall back: where ``torch.compile`` cannot run (disabled, unsupported platform, no C++ compiler for inductor
    on CPU) or the warm-up fails, one warning line, and plain ``generate`` is used from then on.
 
@@ -40,44 +41,13 @@ import logging
 import os
 import shutil
 import time
-import weakref
 from collections.abc import Iterator, Sequence
 
-from transformers.trainer_callback import TrainerCallback
-
-from countdown_rl.generation.sampling import BACKENDS, left_pad
+from countdown_rl.generation.sampling import left_pad, prompt_texts
 
 logger = logging.getLogger("countdown_rl.generation.compiled")
 
 BUCKET_MULTIPLE = 64  # automatic buckets and grown buckets are multiples of this
-PROMPT_SAMPLE = 256  # training prompts tokenized to size the automatic bucket
-
-
-def reconcile_backend_keys(config) -> None:
-    """``CountdownGRPOConfig.__post_init__``: settle ``generation_backend`` against ``use_vllm`` (one-line errors).
-
-    Unset, the backend follows ``use_vllm``; ``vllm`` sets ``use_vllm``; ``use_vllm: true`` with another backend,
-    ``compiled`` with continuous batching, or buckets without ``compiled`` are clashes.
-    """
-    backend = config.generation_backend or ("vllm" if config.use_vllm else "transformers")
-    if backend not in BACKENDS:
-        raise ValueError(f"generation_backend must be one of {list(BACKENDS)}, got {backend!r}")
-    if config.use_vllm and backend != "vllm":
-        raise ValueError(f"use_vllm=True clashes with generation_backend={backend!r}; set one of them "
-                         "(generation_backend: vllm is the same as use_vllm: true)")
-    continuous = config.use_transformers_continuous_batching or config.use_transformers_paged
-    if backend == "compiled" and continuous:
-        raise ValueError("generation_backend='compiled' clashes with use_transformers_continuous_batching; "
-                         "use one of them")
-    buckets = config.generation_prompt_buckets
-    if buckets is not None:
-        if backend != "compiled":
-            raise ValueError(f"generation_prompt_buckets is only used by generation_backend 'compiled', not "
-                             f"{backend!r}")
-        if not buckets or min(buckets) <= 0:
-            raise ValueError(f"generation_prompt_buckets must be positive token counts, got {buckets}")
-    config.generation_backend = backend
-    config.use_vllm = backend == "vllm"
 
 
 def round_up(n: int, multiple: int) -> int:
@@ -359,98 +329,22 @@ def completion_lists(completion_ids, eos_token_ids: Sequence[int]) -> list[list[
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# CountdownGRPOTrainer glue (kept here so the trainer subclass stays small)
-# ----------------------------------------------------------------------------------------------------------------
+def compiled_for(tokenizer, prompts: Sequence, max_new_tokens: int, chat_template_kwargs) -> CompiledGeneration:
+    """A ``CompiledGeneration`` whose one bucket holds the longest of these prompts (tokenized as ``generate`` does)."""
+    texts = prompt_texts(tokenizer, prompts, chat_template_kwargs)
+    lengths = [len(tokenizer(t, add_special_tokens=isinstance(p, str))["input_ids"]) for t, p in zip(texts, prompts)]
+    return CompiledGeneration(max_new_tokens=max_new_tokens, prompt_buckets=automatic_buckets(lengths))
 
 
-def _trainer_rows(trainer) -> int:
-    """Completions one process generates per call: TRL's generation batch over the processes."""
-    return trainer.args.generation_batch_size // trainer.accelerator.num_processes
+def rollout_generator(*, max_new_tokens: int, prompt_buckets: Sequence[int] | None, prompt_lengths,
+                      rows: int | None = None) -> CompiledGeneration:
+    """The registry's rollout factory: ``prompt_buckets``, or one bucket sized from ``prompt_lengths()`` (a
+    callable, so the prompts are only tokenized when no bucket is given)."""
+    buckets = prompt_buckets or automatic_buckets(prompt_lengths())
+    return CompiledGeneration(max_new_tokens=max_new_tokens, prompt_buckets=buckets, rows=rows)
 
 
-def build_for_trainer(trainer) -> CompiledGeneration:
-    """The trainer's ``CompiledGeneration``: buckets from the recipe, or sized from a sample of its prompts."""
-    from trl.distributed import DistributedBackend
-
-    dist = DistributedBackend(trainer.accelerator)
-    if dist.is_zero3 or getattr(trainer, "is_fsdp_enabled", False):
-        raise ValueError("generation_backend='compiled' does not support sharded weights (DeepSpeed ZeRO-3, FSDP); "
-                         "use 'transformers' or 'vllm'")
-    buckets = trainer.args.generation_prompt_buckets
-    if not buckets:
-        lengths = []
-        for dataset in (trainer.train_dataset, trainer.eval_dataset):
-            if dataset is None or not hasattr(dataset, "select") or "prompt" not in dataset.column_names:
-                continue
-            prompts = dataset.select(range(min(PROMPT_SAMPLE, len(dataset))))["prompt"]
-            if prompts:
-                lengths += [len(ids) for ids in trainer._tokenize_prompts(list(prompts))[0]]
-        buckets = automatic_buckets(lengths)
-    return CompiledGeneration(max_new_tokens=trainer.max_completion_length, prompt_buckets=buckets,
-                              rows=_trainer_rows(trainer))
-
-
-def trainer_generation_context(trainer):
-    """TRL's own generation context (unwrapped model, checkpointing and its input hooks off, ZeRO-3 gathering).
-
-    Warm-up, training and in-training evaluation all generate inside it, so the model's modules and hooks look the
-    same to every call and one compiled graph serves them all (with LoRA + checkpointing, the embedding's
-    input-require-grads hook is otherwise a guard that fails: a recompile).
-    """
-    from trl.models import unwrap_model_for_generation
-
-    return unwrap_model_for_generation(
-        trainer.model_wrapped,
-        trainer.accelerator,
-        gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-        gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-    )
-
-
-def warm_up_for_trainer(trainer) -> None:
-    """Compile for the training row count (and the evaluation one when evaluating); log the time once."""
-    gen = trainer._compiled_generation
-    row_counts = [_trainer_rows(trainer)]
-    if trainer.eval_dataset is not None and trainer.args.eval_strategy != "no":
-        row_counts.append(trainer.args.per_device_eval_batch_size)
-    before = sum(gen.compile_seconds.values())
-    with trainer_generation_context(trainer) as model:
-        for rows in row_counts:
-            if not gen.warm_up(model, trainer.generation_config, rows):
-                return
-    spent = sum(gen.compile_seconds.values()) - before
-    if spent:
-        # Its own key, logged with the first step; step_time does not contain it.
-        trainer._metrics["train"]["generation/compile_seconds"].append(spent)
-
-
-class WarmUpCallback(TrainerCallback):
-    """Warms the trainer's compiled generation up at ``on_train_begin``: after the Trainer has switched gradient
-    checkpointing on (and peft its input hooks) and wrapped the model, so the warm-up compiles the very graph the
-    training steps use, and before step 1's clock starts."""
-
-    def __init__(self, trainer):
-        self._trainer = weakref.ref(trainer)  # the trainer holds this callback: no reference cycle
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        trainer = self._trainer()
-        if trainer is not None and trainer._compiled_generation is not None:
-            warm_up_for_trainer(trainer)
-
-
-def generate_for_trainer(trainer, prompt_ids) -> list[list[int]]:
-    """TRL's ``_generate_single_turn`` for the compiled backend: completion id lists cut after the first EOS."""
-    from trl.extras.profiling import profiling_context
-
-    gen = trainer._compiled_generation
-    with profiling_context(trainer, "transformers.generate"), trainer_generation_context(trainer) as model:
-        if not gen.compile_seconds:  # train() was not the entry point (e.g. a direct call): warm up here
-            gen.warm_up(model, trainer.generation_config, _trainer_rows(trainer))
-        if not gen.active:
-            completion = None
-        else:
-            completion = gen.generate(model, prompt_ids, trainer.generation_config)
-    if completion is None:
-        return None
-    return completion_lists(completion, trainer.eos_token_ids)
+def evaluation_options(tokenizer, prompts: Sequence, max_new_tokens: int, chat_template_kwargs,
+                       given: CompiledGeneration | None = None) -> dict:
+    """The evaluation's extra keyword for ``sampling.generate``: ``given``, or one sized for these prompts."""
+    return {"compiled": given or compiled_for(tokenizer, prompts, max_new_tokens, chat_template_kwargs)}

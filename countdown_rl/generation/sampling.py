@@ -19,9 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BACKENDS", "Completion", "cut_to_budget", "generate", "generate_vllm", "vllm_engine"]
-
-BACKENDS = ("transformers", "compiled", "vllm")
+__all__ = ["Completion", "cut_to_budget", "generate", "generate_vllm", "vllm_engine"]
 
 
 @dataclass(frozen=True)

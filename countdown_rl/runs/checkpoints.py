@@ -1,9 +1,10 @@
 """Atomic checkpoints, and resuming from the newest complete one.
 
-1. The Trainer writes each checkpoint into ``<output_dir>/.staging/checkpoint-N`` (``_get_output_dir`` points
-   there while ``_save_checkpoint`` runs), so no ``checkpoint-N`` exists while it is being written: a crash or a
-   SIGKILL mid-save leaves a staging folder that nothing resumes from.
-2. When every process has written its part, the main process fsyncs the files, writes
+1. The Trainer writes each checkpoint into ``<output_dir>/.staging/checkpoint-N`` (:func:`staged_checkpoint`; the
+   trainer's side is :class:`countdown_rl.training.reliability.AtomicCheckpointMixin`), so no ``checkpoint-N``
+   exists while it is being written: a crash or a SIGKILL mid-save leaves a staging folder that nothing resumes
+   from.
+2. When every process has written its part, the main process (:func:`finish_staged_save`) fsyncs the files, writes
    ``checkpoint_complete.json`` (each file's size) and renames the folder to ``<output_dir>/checkpoint-N`` (one
    ``rename`` on one filesystem). Only then are old checkpoints rotated (``save_total_limit``): the newest complete
    checkpoint is never deleted before its successor is complete, and incomplete ones never count as kept.
@@ -136,38 +137,20 @@ def publish(staged: Path, output_dir: Path) -> Path:
     return final
 
 
-class AtomicCheckpointMixin:
-    """Trainer mixin: checkpoints are written to a staging folder and published whole (module docstring)."""
+def staged_checkpoint(run_dir: str | Path, step: int) -> Path:
+    """Where the checkpoint of ``step`` is written before it is published: ``<run_dir>/.staging/checkpoint-N``."""
+    return Path(run_dir) / STAGING / f"checkpoint-{step}"
 
-    _staging_save = False
 
-    def _get_output_dir(self, trial):
-        out = super()._get_output_dir(trial)
-        return os.path.join(out, STAGING) if self._staging_save else out
-
-    def _save_checkpoint(self, model, trial):
-        run_dir = Path(super()._get_output_dir(trial))
-        staged = run_dir / STAGING / f"checkpoint-{self.state.global_step}"
-        if self.args.should_save:
-            shutil.rmtree(staged, ignore_errors=True)  # a save that died half-way
-        self.accelerator.wait_for_everyone()
-        self._staging_save = True
-        try:
-            super()._save_checkpoint(model, trial)  # its rotation only sees the staging folder: deletes nothing
-        finally:
-            self._staging_save = False
-        self.accelerator.wait_for_everyone()
-        if self.args.should_save:
-            final = run_dir / staged.name
-            if self.state.best_model_checkpoint and Path(self.state.best_model_checkpoint) == staged:
-                # the state file was written with the staging path: point it at the published folder
-                self.state.best_model_checkpoint = str(final)
-                self.state.save_to_json(str(staged / TRAINER_STATE))
-            publish(staged, run_dir)
-            try:
-                staged.parent.rmdir()  # the staging folder is only there while a save is in progress
-            except OSError:
-                pass
-            best = {Path(self.state.best_model_checkpoint)} if self.state.best_model_checkpoint else set()
-            rotate(run_dir, self.args.save_total_limit, keep=best)
-        self.accelerator.wait_for_everyone()
+def finish_staged_save(staged: Path, run_dir: Path, save_total_limit: int | None, keep: set[Path] = frozenset()) \
+        -> Path:
+    """Main process, once every process wrote its part: publish ``staged`` (manifest, rename), remove the empty
+    staging folder, then rotate (``keep``: checkpoints never deleted, e.g. the best one). Returns the published
+    folder."""
+    final = publish(staged, run_dir)
+    try:
+        staged.parent.rmdir()  # the staging folder is only there while a save is in progress
+    except OSError:
+        pass
+    rotate(run_dir, save_total_limit, keep=keep)
+    return final

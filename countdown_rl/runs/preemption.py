@@ -10,7 +10,7 @@
    steps, and a checkpoint inside a cycle would not resume bit-exactly), asks the Trainer to save a checkpoint
    there (model, optimizer, scheduler, RNG and the data position in ``trainer_state.json``) and to stop. A signal
    during a scheduled save stops right after it (``on_save``): that checkpoint is already the current step.
-3. The caller (:func:`countdown_rl.runs.reliability.run_training`) records ``interrupted at step N`` in the run's
+3. The caller (:func:`countdown_rl.training.reliability.run_training`) records ``interrupted at step N`` in the run's
    status and exits with ``runs.record.EXIT_INTERRUPTED`` (75, EX_TEMPFAIL: "try again") and one line saying how
    to resume.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 
 from transformers import TrainerCallback
 
@@ -66,9 +67,10 @@ class Preemption:
 class PreemptionCallback(TrainerCallback):
     """Turns a received signal into ``should_save`` + ``should_training_stop`` at a resumable step end."""
 
-    def __init__(self, preemption: Preemption, trainer):
+    def __init__(self, preemption: Preemption, trainer, micro_step: Callable[[], int]):
         self.preemption = preemption
         self.trainer = trainer
+        self.micro_step = micro_step  # micro-steps done so far (TRL's counter: the trainer's side reads it)
         self.stopped_at: int | None = None
 
     def _requested_anywhere(self) -> bool:
@@ -83,7 +85,7 @@ class PreemptionCallback(TrainerCallback):
     def _at_cycle_end(self) -> bool:
         trainer = self.trainer
         generate_every = trainer.args.steps_per_generation * getattr(trainer, "num_iterations", 1)
-        return getattr(trainer, "_step", 0) % generate_every == 0
+        return self.micro_step() % generate_every == 0
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.stopped_at is None and self._requested_anywhere() and self._at_cycle_end():

@@ -4,20 +4,19 @@
    then :func:`plan_run` (the demo's entry too): the output directory (:mod:`countdown_rl.runs.guard`: claimed
    by one job, never reused silently; a resume must match the saved recipe) and the checkpoint to resume from
    (the newest complete one, :mod:`countdown_rl.runs.checkpoints`). Errors are ``ValueError`` with one line.
-2. :func:`reliable_trainer_class` adds atomic checkpoints and the non-finite guard to a trainer class.
-3. :func:`run_training` trains under the signal handlers (:mod:`countdown_rl.runs.preemption`) and turns the way
-   training ended into the run's status in ``run_info.json`` and, if it did not finish, one line and an exit code:
-   interrupted -> 75 (resume with ``--resume true``), non-finite -> 1.
+2. :func:`start_record`: the run record with the recipe and the status ``running``, once the model loaded.
+
+The trainer's side (atomic checkpoints and the non-finite guard on the trainer class, training under the signal
+handlers) is :mod:`countdown_rl.training.reliability`.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.runs.checkpoints import AtomicCheckpointMixin, checkpoint_problem, last_complete_checkpoint
+from countdown_rl.runs.checkpoints import checkpoint_problem, last_complete_checkpoint
 from countdown_rl.runs.engine import launch_rank
 from countdown_rl.runs.guard import (
     check_output_dir,
@@ -27,9 +26,8 @@ from countdown_rl.runs.guard import (
     effective_recipe,
     release_output_dir,
 )
-from countdown_rl.runs.record import EXIT_INTERRUPTED, EXIT_NON_FINITE, RunRecord, set_status, write_run_record
-
-NON_FINITE = ("stop", "skip")
+from countdown_rl.runs.non_finite import NON_FINITE
+from countdown_rl.runs.record import RunRecord, write_run_record
 
 
 @dataclass
@@ -155,52 +153,3 @@ def start_record(output_dir: str, plan: RunPlan, record: RunRecord) -> None:
         step = int(Path(plan.checkpoint).name.rsplit("-", 1)[-1]) if "-" in Path(plan.checkpoint).name else None
     write_run_record(output_dir, replace(record, recipe=plan.recipe,
                                          status={"state": "running", "step": step, "message": None}))
-
-
-def reliable_trainer_class(base: type) -> type:
-    """``base`` with atomic checkpoints and the non-finite guard (mixins first: they wrap base's methods)."""
-    from countdown_rl.runs.non_finite import NonFiniteMixin
-
-    return type(f"Reliable{base.__name__}", (AtomicCheckpointMixin, NonFiniteMixin, base), {})
-
-
-def _say(prog: str, kind: str, message: str) -> None:
-    print(f"{prog}: {kind}: {message}", file=sys.stderr, flush=True)
-
-
-def run_training(trainer, checkpoint: str | None, *, non_finite: str = "stop",
-                 prog: str = "countdown-rl train") -> int | None:
-    """Train (resuming from ``checkpoint``); None if training finished, else the exit code after one line."""
-    from countdown_rl.runs.non_finite import NonFiniteCallback
-    from countdown_rl.runs.preemption import Preemption, PreemptionCallback
-
-    output_dir = trainer.args.output_dir
-    main = trainer.accelerator.is_main_process
-    trainer.non_finite = non_finite
-    trainer.add_callback(NonFiniteCallback(trainer))
-    with Preemption(prog) as preemption:
-        callback = PreemptionCallback(preemption, trainer)
-        trainer.add_callback(callback)
-        trainer.train(resume_from_checkpoint=checkpoint)
-    step = trainer.state.global_step
-    if trainer.non_finite_event is not None:
-        bad_step, quantity, value = trainer.non_finite_event
-        last = last_complete_checkpoint(output_dir)
-        message = (f"step {bad_step}: {quantity} is {value} (not applied); the last good checkpoint is "
-                   f"{last or 'none (no checkpoint was saved yet)'}; pass non_finite: skip to skip such steps, or "
-                   "lower the learning rate and resume")
-        if main:
-            set_status(output_dir, "failed", step=bad_step - 1, message=message,
-                       checkpoint=str(last) if last else None)
-            _say(prog, "error", message)
-        return EXIT_NON_FINITE
-    if callback.stopped_at is not None:
-        last = last_complete_checkpoint(output_dir)
-        message = (f"interrupted by {preemption.signal_name} at step {step}; checkpoint {last} saved; resume with "
-                   "the same command and --resume true")
-        if main:
-            set_status(output_dir, "interrupted", step=step, message=f"interrupted at step {step}",
-                       signal=preemption.signal_name, checkpoint=str(last) if last else None)
-            _say(prog, "stopped", message)
-        return EXIT_INTERRUPTED
-    return None

@@ -122,7 +122,8 @@ def train_grpo(
     ``plan`` and ``non_finite`` switch on the reliability layer (module docstring, 3). ``planned_engine``
     (:func:`countdown_rl.runs.engine.check_launch`): the trainer's engine must be that one, or nothing trains.
     """
-    from countdown_rl.runs.reliability import reliable_trainer_class, run_training, start_record
+    from countdown_rl.runs.reliability import start_record
+    from countdown_rl.training.reliability import reliable_trainer_class, run_training
     from countdown_rl.training.trainer import CountdownGRPOTrainer
 
     names = list(reward_funcs) if reward_funcs else list(task.default_reward_funcs)

@@ -1,4 +1,4 @@
-"""A few CountdownGRPOTrainer steps, launched by tests/test_trainer_training.py with torchrun (1 or 2 processes).
+"""A few CountdownGRPOTrainer steps, launched by tests/training/test_trainer.py with torchrun (1 or 2 processes).
 
 Usage: torchrun --nproc_per_node N tests/helpers/ddp_run.py MODEL_DIR OUT_JSON ALGORITHM
 The global batch is fixed (8 completions per step); each process gets 8 / N. Rank 0 writes the loss trajectory.
@@ -17,12 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
 from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
+from tests.helpers.trainers import char_diversity_reward  # noqa: E402
 from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
-
-
-def char_diversity_reward(completions, **kwargs):
-    """Dense toy reward: distinct characters per character (varies between random completions)."""
-    return [len(set(c)) / (1 + len(c)) for c in completions]
 
 
 def main():

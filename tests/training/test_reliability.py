@@ -31,7 +31,7 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
 ERROR = "countdown-rl train: error: "

@@ -1,7 +1,7 @@
 """``generation_backend: compiled`` (countdown_rl.generation.compiled) on the CPU, against plain ``generate``.
 
-1. Config and pre-load checks: the key and ``use_vllm`` agree or clash in one line; pad/EOS ids and the static
-   cache length are checked from the tokenizer and the model's config (no weights).
+1. Pre-load checks: pad/EOS ids and the static cache length are checked from the tokenizer and the model's config
+   (no weights). (The config key against ``use_vllm``: tests/training/test_config.py.)
 2. LoRA: merging for generation and restoring leaves the base weights bit-identical (peft's own unmerge does not).
 3. Fallback: where torch.compile cannot run, one warning and plain ``generate`` (token for token the plain path).
 4. Parity (compiles; slow): a plain and a compiled trainer from the same saved tiny model train two optimizer
@@ -15,6 +15,7 @@
    plain-path LoRA run trained on the same completions.
 6. ``countdown-rl train`` with the key (resumed bit-exactly across a crash) and ``countdown-rl eval --backend
    compiled`` (slow).
+7. A budget schedule (slow): the rollouts follow it with no recompile, token for token the plain path's.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from countdown_rl.generation.compiled import (
     compile_unavailable_reason,
     merged_lora,
 )
-from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from countdown_rl.training.trainer import CountdownGRPOTrainer
+from tests.helpers.budgets import SCHEDULED, check_budgets, recording_reward
+from tests.helpers.trainers import logged, tiny_trainer
 
 EOS_ID = 3  # <|im_end|> in the tiny tokenizer
 
@@ -64,25 +67,16 @@ def _dataset():
     return Dataset.from_list(rows)
 
 
-def _config(tmp_path, **overrides):
-    args = dict(
-        output_dir=str(tmp_path), use_cpu=True, bf16=False, gradient_checkpointing=False, report_to="none",
-        per_device_train_batch_size=8, num_generations=4, max_completion_length=12, temperature=1.0, seed=0,
-        logging_steps=1, save_strategy="no", disable_tqdm=True, learning_rate=0.05, max_steps=2,
-        # REINFORCE on the raw dense reward: non-zero advantages even when a group's greedy completions agree,
-        # so the weights move and step 2 generates from updated weights.
-        baseline="none", std_normalization="none",
-    )
-    args.update(overrides)
-    return CountdownGRPOConfig(**args)
+# The plain and compiled runs compared here: prompts of two lengths, 12 tokens, a learning rate that moves the
+# weights between steps, and REINFORCE on the raw dense reward (non-zero advantages even when a group's greedy
+# completions agree, so step 2 generates from updated weights).
+COMPILED_RUN = dict(max_completion_length=12, temperature=1.0, disable_tqdm=True, learning_rate=0.05,
+                    baseline="none", std_normalization="none")
 
 
 def _trainer(model_dir, tmp_path, peft_config=None, trainer_cls=CountdownGRPOTrainer, **overrides):
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    return trainer_cls(
-        model=model, reward_funcs=[token_reward], args=_config(tmp_path, **overrides),
-        train_dataset=_dataset(), processing_class=AutoTokenizer.from_pretrained(model_dir), peft_config=peft_config,
-    )
+    return tiny_trainer(model_dir, tmp_path, reward=token_reward, train_dataset=_dataset(), task=None,
+                        peft_config=peft_config, trainer_cls=trainer_cls, **{**COMPILED_RUN, **overrides})
 
 
 def _record_batches(trainer) -> list[dict]:
@@ -104,34 +98,6 @@ def _record_batches(trainer) -> list[dict]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "kwargs, words",
-    [
-        ({"use_vllm": True, "generation_backend": "compiled"}, ["use_vllm", "generation_backend", "clashes"]),
-        ({"use_vllm": True, "generation_backend": "transformers"}, ["use_vllm", "clashes"]),
-        ({"generation_backend": "tensorrt"}, ["generation_backend", "tensorrt"]),
-        ({"generation_prompt_buckets": [128]}, ["generation_prompt_buckets", "compiled"]),
-        ({"generation_backend": "compiled", "generation_prompt_buckets": [0]}, ["positive"]),
-        ({"generation_backend": "compiled", "use_transformers_continuous_batching": True}, ["continuous_batching"]),
-    ],
-)
-def test_backend_clashes_are_one_line_errors(tmp_path, kwargs, words):
-    with pytest.raises(ValueError) as err:
-        _config(tmp_path, **kwargs)
-    message = str(err.value)
-    assert "\n" not in message and all(w in message for w in words), message
-
-
-def test_backend_and_use_vllm_agree(tmp_path):
-    assert _config(tmp_path).generation_backend == "transformers"
-    cfg = _config(tmp_path, generation_backend="vllm")
-    assert cfg.use_vllm and cfg.generation_backend == "vllm"
-    assert _config(tmp_path, use_vllm=True).generation_backend == "vllm"
-    assert _config(tmp_path, use_vllm=True, generation_backend="vllm").use_vllm
-    cfg = _config(tmp_path, generation_backend="compiled", generation_prompt_buckets=[64, 128])
-    assert not cfg.use_vllm and cfg.generation_prompt_buckets == [64, 128]
-
-
 def test_lengths_are_checked_from_tokenizer_and_config(tiny_model_dir):
     tokenizer, config = AutoTokenizer.from_pretrained(tiny_model_dir), AutoConfig.from_pretrained(tiny_model_dir)
     check_generation_lengths(tokenizer, config, [128], 256)
@@ -149,7 +115,7 @@ def test_lengths_are_checked_from_tokenizer_and_config(tiny_model_dir):
 def test_a_bad_cache_length_stops_train_before_the_model_loads(tiny_model_dir, tmp_path, capsys, monkeypatch):
     import transformers
 
-    from tests.test_train import SMOKE
+    from tests.helpers.train_runs import SMOKE
 
     def tripwire(*args, **kwargs):
         raise AssertionError("the model was loaded before the error was reported")
@@ -295,7 +261,7 @@ def test_compiled_training_matches_plain_generate_token_for_token(tiny_model_dir
     with caplog.at_level(logging.INFO, logger="countdown_rl.generation.compiled"):
         compiled.train()
 
-    gen = compiled._compiled_generation
+    gen = compiled.rollout_generator
     assert gen.active and list(gen.compile_seconds) == [8]
     assert any("first compile" in r.getMessage() for r in caplog.records)
     assert not any("recompiled" in r.getMessage() for r in caplog.records)
@@ -382,7 +348,7 @@ def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_di
 
     compiled._generate_single_turn = recording
     compiled.train()
-    assert compiled._compiled_generation.active and len(recorded) == 3
+    assert compiled.rollout_generator.active and len(recorded) == 3
     # Warm-up and training generate in the same TRL context: one graph, no recompile (LoRA + checkpointing).
     messages = [r.getMessage() for r in caplog.records if r.name == "countdown_rl.generation.compiled"]
     assert sum("first compile" in m for m in messages) == 1 and not [m for m in messages if "recompiled" in m]
@@ -411,7 +377,7 @@ def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_di
 def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_model_dir, puzzles, tmp_path,
                                                                           capsys, caplog):
     from countdown_rl.commands.evaluate import main as eval_main
-    from tests.test_train import SMOKE, check_resume, resume_runs
+    from tests.helpers.train_runs import SMOKE, check_resume, resume_runs
 
     caplog.set_level(logging.INFO, logger="countdown_rl.generation.compiled")
     # In-training evaluation every 2 steps too (its batch of 8 shares the training graph).
@@ -449,7 +415,7 @@ def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
     import subprocess
     import sys
 
-    from tests.test_train import ROOT, SMOKE, free_port
+    from tests.helpers.train_runs import ROOT, SMOKE, free_port
 
     out = tmp_path / "out"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
@@ -471,3 +437,30 @@ def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
     final = json.loads((out / "eval" / "eval.json").read_text())
     assert final["meta"]["num_puzzles"] == 8 and final["meta"]["backend"] == "compiled"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 7. A budget schedule (algorithms.curriculum) on the compiled path
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_compiled_path_follows_the_schedule_without_recompiling(tiny_model_dir, tmp_path, caplog):
+    import logging
+
+    plain_reward, compiled_reward = recording_reward(), recording_reward()
+    plain = tiny_trainer(tiny_model_dir, tmp_path / "plain", reward=plain_reward, **{**SCHEDULED, "max_steps": 3})
+    plain.train()
+    compiled = tiny_trainer(tiny_model_dir, tmp_path / "compiled", reward=compiled_reward,
+                            **{**SCHEDULED, "max_steps": 3}, generation_backend="compiled")
+    try:
+        with caplog.at_level(logging.INFO, logger="countdown_rl.generation.compiled"):
+            compiled.train()
+        gen = compiled.rollout_generator
+        assert gen.active and gen.max_new_tokens == 8  # the static cache holds the largest budget
+        assert not any("recompiled" in r.getMessage() for r in caplog.records)
+        check_budgets(compiled_reward.calls, [4, 4, 8])
+        assert [c["lengths"] for c in compiled_reward.calls] == [c["lengths"] for c in plain_reward.calls]
+        assert logged(compiled, "reward") == logged(plain, "reward")  # the same tokens, budget by budget
+    finally:
+        torch._dynamo.reset()

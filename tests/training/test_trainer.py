@@ -10,18 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from countdown_rl.tasks import get_task
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from tests.helpers.trainers import char_diversity_reward, puzzle_rows, tiny_trainer
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def char_diversity_reward(completions, **kwargs):
-    """Dense toy reward: distinct characters per character. A random model never solves Countdown."""
-    return [len(set(c)) / (1 + len(c)) for c in completions]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def even_token_reward(completions, completion_ids, **kwargs):
@@ -33,25 +28,8 @@ def constant_reward(completions, **kwargs):
     return [0.5] * len(completions)
 
 
-def _dataset(n=8):
-    return Dataset.from_list(
-        [{"prompt": f"Numbers {i} {i + 1}, target {2 * i + 1}:", "nums": [i, i + 1], "target": 2 * i + 1}
-         for i in range(1, n + 1)]
-    )
-
-
 def _trainer(model_dir, tmp_path, reward, **overrides):
-    args = dict(
-        output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", gradient_checkpointing=False,
-        per_device_train_batch_size=8, num_generations=4, max_completion_length=8, max_steps=2,
-        learning_rate=1e-3, logging_steps=1, save_strategy="no", seed=0,
-    )
-    args.update(overrides)
-    return CountdownGRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward],
-        args=CountdownGRPOConfig(**args), train_dataset=_dataset(),
-        processing_class=AutoTokenizer.from_pretrained(model_dir), task=get_task("countdown"),
-    )
+    return tiny_trainer(model_dir, tmp_path, reward=reward, **overrides)
 
 
 def _history(trainer, key):
@@ -162,7 +140,8 @@ def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_th
             per_device_eval_batch_size=8, num_generations=4, max_completion_length=8, max_steps=2, logging_steps=1,
             save_strategy="no", eval_strategy="steps", eval_steps=1, seed=0, algorithm="dr_grpo",
         ),
-        train_dataset=_dataset(), eval_dataset=_dataset(4), processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+        train_dataset=puzzle_rows(), eval_dataset=puzzle_rows(4),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
         task=get_task("countdown"),
     )
     trainer.train()
@@ -174,7 +153,7 @@ def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_th
     train_logs = [h for h in trainer.state.log_history if "loss" in h]
     assert len(train_logs) == 2 and all("reward" in h for h in train_logs), "evaluation must not swallow train logs"
 
-    result = trainer.evaluate_task(_dataset(4), final=True)
+    result = trainer.evaluate_task(puzzle_rows(4), final=True)
     saved = json.loads((tmp_path / "eval" / "eval.json").read_text())
     assert saved["results"][0]["accuracy"] == result.accuracy and saved["results"][0]["max_tokens"] == 8
     trainer.create_model_card(dataset_name="generated-puzzles")

@@ -4,13 +4,17 @@
 2. The config and the recipe: every bad schedule is a one-line error before anything loads; the command line and
    YAML forms parse; ``shuffle_dataset`` follows ``data_order`` and an explicit clash is one line.
 3. Training with a schedule (tiny model, in process): each rollout is generated with the budget of its step on
-   the plain transformers path, TRL's vLLM path (backend cut at its class boundary) and the compiled path (slow);
+   the plain transformers path and TRL's vLLM path (backend cut at its class boundary; the compiled path:
+   tests/generation/test_compiled.py);
    reward functions get that budget; a reused rollout (``num_iterations=2``) keeps its budget, and the Dr.GRPO
    normaliser is the rollout's budget, not the step's; the in-training evaluation uses the current budget.
 4. Resume: a run checkpointed before the budget changes and resumed ends bit-identical to an uninterrupted run,
    and sees the same rows in the same (easy-to-hard) order.
 5. Data order: the training rows only (the held-out rows are the random order's), sorted by difficulty or staged;
    two processes (torchrun, gloo) see the rows in the same order as one.
+
+The model card and the report naming a schedule: tests/evaluation/test_model_card.py and
+tests/evaluation/test_report_curriculum.py.
 
 A random tiny model rarely emits EOS, so its completions run to the budget: the budget is visible in every length.
 """
@@ -26,15 +30,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from countdown_rl.algorithms.curriculum import budget_at, data_order_indices, parse_budget_schedule, staged_order
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.puzzles import SEARCH_LIMIT, generate_countdown, search_effort
 from countdown_rl.training.data import DataArguments, prepare_dataset, write_jsonl
-from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from countdown_rl.training.trainer import CountdownGRPOConfig
+from tests.helpers.budgets import SCHEDULED, check_budgets, recording_reward
+from tests.helpers.trainers import logged, puzzle_rows, tiny_trainer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: tiny models, one thread
@@ -111,9 +116,9 @@ def test_the_examples_hold_and_every_key_has_help():
     import countdown_rl.algorithms.curriculum as curriculum
     import countdown_rl.tasks.countdown as countdown
     import countdown_rl.tasks.countdown.puzzles as puzzles_module
-    import countdown_rl.training.trainer as trainer_module
+    import countdown_rl.training.config as config_module
 
-    for module in (curriculum, countdown, puzzles_module, trainer_module):
+    for module in (curriculum, countdown, puzzles_module, config_module):
         assert doctest.testmod(module).failed == 0, module.__name__
     for f in fields(DataArguments):
         assert f.metadata.get("help"), f.name
@@ -230,57 +235,15 @@ def test_shuffle_follows_data_order_and_an_explicit_clash_is_one_line(tmp_path, 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def recording_reward(crash_in_call: int | None = None):
-    """Dense toy reward that records, per call, the step, the budget it was given, the lengths and the rows."""
-
-    def budget_probe(completions, completion_ids, completion_budget, nums, target, trainer_state, **kwargs):
-        budget_probe.calls.append({
-            "step": trainer_state.global_step, "budgets": sorted(set(completion_budget)),
-            "lengths": [len(ids) for ids in completion_ids], "rows": [[list(n), int(t)] for n, t in zip(nums, target)],
-        })
-        if len(budget_probe.calls) == crash_in_call:
-            raise RuntimeError(f"simulated crash in call {crash_in_call}")
-        return [len(set(c)) / (1 + len(c)) for c in completions]
-
-    budget_probe.calls = []
-    return budget_probe
-
-
-def _rows(n=8):
-    from datasets import Dataset
-
-    return Dataset.from_list([{"prompt": f"Numbers {i} {i + 1}, target {2 * i + 1}:", "nums": [i, i + 1],
-                               "target": 2 * i + 1} for i in range(1, n + 1)])
-
-
 def _trainer(model_dir, out, reward, train_dataset=None, eval_dataset=None, **overrides):
-    args = dict(output_dir=str(out), use_cpu=True, bf16=False, report_to="none", gradient_checkpointing=False,
-                per_device_train_batch_size=8, num_generations=4, max_completion_length=8, max_steps=4,
-                learning_rate=1e-3, logging_steps=1, save_strategy="no", seed=0, budget_schedule=[[0, 4], [2, 8]])
-    args.update(overrides)
-    return CountdownGRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward],
-        args=CountdownGRPOConfig(**args), train_dataset=_rows() if train_dataset is None else train_dataset,
-        processing_class=AutoTokenizer.from_pretrained(model_dir), task=get_task("countdown"),
-        eval_dataset=eval_dataset,
-    )
-
-
-def logged(trainer, key):
-    return [h.get(key) for h in trainer.state.log_history if "loss" in h]
-
-
-def check_budgets(calls, expected):
-    """Each reward call got its rollout's budget, and the completions were cut at it (a random model runs on)."""
-    assert [c["budgets"] for c in calls] == [[b] for b in expected]
-    for call, budget in zip(calls, expected):
-        assert max(call["lengths"]) == budget, call
+    return tiny_trainer(model_dir, out, reward=reward, train_dataset=train_dataset, eval_dataset=eval_dataset,
+                        **{**SCHEDULED, **overrides})
 
 
 def test_each_rollout_uses_the_budget_of_its_step(tiny_model_dir, tmp_path):
     reward = recording_reward()
-    trainer = _trainer(tiny_model_dir, tmp_path, reward, eval_dataset=_rows(4), max_steps=3, eval_strategy="steps",
-                       eval_steps=1, per_device_eval_batch_size=4)
+    trainer = _trainer(tiny_model_dir, tmp_path, reward, eval_dataset=puzzle_rows(4), max_steps=3,
+                       eval_strategy="steps", eval_steps=1, per_device_eval_batch_size=4)
     trainer.train()
     assert [c["step"] for c in reward.calls] == [0, 1, 2]
     check_budgets(reward.calls, [4, 4, 8])
@@ -290,7 +253,7 @@ def test_each_rollout_uses_the_budget_of_its_step(tiny_model_dir, tmp_path):
     evals = [h for h in trainer.state.log_history if "eval_mean_completion_tokens" in h]
     assert [h["step"] for h in evals] == [1, 2, 3]
     assert evals[0]["eval_mean_completion_tokens"] <= 4 < evals[1]["eval_mean_completion_tokens"] <= 8
-    assert trainer.evaluate_task(_rows(4)).max_tokens == 8
+    assert trainer.evaluate_task(puzzle_rows(4)).max_tokens == 8
     assert trainer.generation_config.max_new_tokens == 8
 
 
@@ -307,7 +270,7 @@ def test_a_reused_rollout_keeps_its_budget_and_dr_grpo_normalises_by_it(tiny_mod
     # The loss of one 4-token rollout at step 1 (schedule: 8), with unit advantages: -tokens / (4 * rows).
     trainer.state.global_step = 0
     trainer.model.train()
-    batch = trainer._generate_and_score_completions([row for row in _rows(2) for _ in range(4)])
+    batch = trainer._generate_and_score_completions([row for row in puzzle_rows(2) for _ in range(4)])
     trainer.state.global_step = 1
     batch["advantages"] = torch.ones_like(batch["advantages"])
     trainer.model.eval()  # no division by the accumulation steps
@@ -334,28 +297,6 @@ def test_the_vllm_path_generates_with_the_current_budget(tiny_model_dir, tmp_pat
     assert trainer.vllm_generation.max_completion_length == 8
     check_budgets(reward.calls, [4, 8])
     assert logged(trainer, "completion_budget") == [4.0, 8.0]
-
-
-@pytest.mark.slow
-def test_the_compiled_path_follows_the_schedule_without_recompiling(tiny_model_dir, tmp_path, caplog):
-    import logging
-
-    plain_reward, compiled_reward = recording_reward(), recording_reward()
-    plain = _trainer(tiny_model_dir, tmp_path / "plain", plain_reward, max_steps=3)
-    plain.train()
-    compiled = _trainer(tiny_model_dir, tmp_path / "compiled", compiled_reward, max_steps=3,
-                        generation_backend="compiled")
-    try:
-        with caplog.at_level(logging.INFO, logger="countdown_rl.generation.compiled"):
-            compiled.train()
-        gen = compiled._compiled_generation
-        assert gen.active and gen.max_new_tokens == 8  # the static cache holds the largest budget
-        assert not any("recompiled" in r.getMessage() for r in caplog.records)
-        check_budgets(compiled_reward.calls, [4, 4, 8])
-        assert [c["lengths"] for c in compiled_reward.calls] == [c["lengths"] for c in plain_reward.calls]
-        assert logged(compiled, "reward") == logged(plain, "reward")  # the same tokens, budget by budget
-    finally:
-        torch._dynamo.reset()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -418,24 +359,3 @@ def test_two_processes_see_the_rows_in_the_one_process_order(tiny_model_dir, puz
     for rank, calls in enumerate(ranks):
         assert [c["step"] for c in calls] == [0, 1, 2]
         assert [c["rows"] for c in calls] == expected[rank::2], rank
-
-
-def test_the_model_card_and_report_name_the_schedule(tmp_path):
-    """A run trained with a schedule says so where people read it: the model card and the report's run list."""
-    from countdown_rl.evaluation.model_card import write_model_card
-    from countdown_rl.evaluation.report import load_run, results_markdown
-    from countdown_rl.runs.record import RunRecord, write_run_record
-
-    scheduled, fixed = tmp_path / "scheduled", tmp_path / "fixed"
-    write_run_record(scheduled, RunRecord(task="countdown", algorithm="dr_grpo", max_completion_length=64,
-                                          budget_schedule=[[0, 40], [150, 48], [300, 64]]))
-    write_run_record(fixed, RunRecord(task="countdown", algorithm="grpo", max_completion_length=64))
-    assert "| budget schedule | 40 (step 0) -> 48 (step 150) -> 64 (step 300) tokens |" in (
-        write_model_card(scheduled).read_text())
-    assert "budget schedule" not in write_model_card(fixed).read_text()
-    for run in (scheduled, fixed):
-        (run / "trainer_state.json").write_text('{"global_step": 0, "log_history": []}')
-    runs = [load_run(scheduled), load_run(fixed)]
-    listing = results_markdown(runs, [None, None]).split("## Runs")[1]
-    assert "max_completion_length 64, budget_schedule 40 (step 0) -> 48 (step 150) -> 64 (step 300)," in listing
-    assert listing.count("budget_schedule") == 1

@@ -1,4 +1,5 @@
-"""CountdownGRPOConfig: presets, derived TRL keys, and clashes reported with the keys that clash."""
+"""CountdownGRPOConfig: presets, derived TRL keys, and clashes reported with the keys that clash; the generation
+backend against TRL's keys (``use_vllm``, continuous batching), from the backend registry."""
 
 import pytest
 
@@ -65,3 +66,53 @@ def test_every_added_field_has_help():
     for f in fields(CountdownGRPOConfig):
         if f.name in {a.name for a in added} | {"loss_type", "scale_rewards", "shuffle_dataset"}:
             assert f.metadata.get("help"), f.name
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# generation_backend (the registry: countdown_rl.generation.backends)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"use_vllm": True, "generation_backend": "compiled"}, ["use_vllm", "generation_backend", "clashes"]),
+        ({"use_vllm": True, "generation_backend": "transformers"}, ["use_vllm", "clashes"]),
+        ({"generation_backend": "tensorrt"}, ["generation_backend", "tensorrt"]),
+        ({"generation_prompt_buckets": [128]}, ["generation_prompt_buckets", "compiled"]),
+        ({"generation_backend": "compiled", "generation_prompt_buckets": [0]}, ["positive"]),
+        ({"generation_backend": "compiled", "use_transformers_continuous_batching": True}, ["continuous_batching"]),
+    ],
+)
+def test_backend_clashes_are_one_line_errors(tmp_path, kwargs, words):
+    with pytest.raises(ValueError) as err:
+        _config(tmp_path, **kwargs)
+    message = str(err.value)
+    assert "\n" not in message and all(w in message for w in words), message
+
+
+def test_backend_and_use_vllm_agree(tmp_path):
+    assert _config(tmp_path).generation_backend == "transformers"
+    cfg = _config(tmp_path, generation_backend="vllm")
+    assert cfg.use_vllm and cfg.generation_backend == "vllm"
+    assert _config(tmp_path, use_vllm=True).generation_backend == "vllm"
+    assert _config(tmp_path, use_vllm=True, generation_backend="vllm").use_vllm
+    cfg = _config(tmp_path, generation_backend="compiled", generation_prompt_buckets=[64, 128])
+    assert not cfg.use_vllm and cfg.generation_prompt_buckets == [64, 128]
+
+
+def test_the_backend_choices_are_the_registry():
+    from dataclasses import fields
+
+    from countdown_rl.generation.backends import backend_names
+
+    choices = next(f for f in fields(CountdownGRPOConfig) if f.name == "generation_backend").metadata["choices"]
+    assert choices == [*backend_names(), None]
+
+
+def test_the_config_examples_hold():
+    import doctest
+
+    import countdown_rl.training.config as config_module
+
+    assert doctest.testmod(config_module).failed == 0

@@ -23,10 +23,13 @@ from tests.helpers.vllm_tiny import (  # noqa: F401  (restore_launch_env: a fixt
     vllm_greedy,
     vllm_greedy_logprobs,
 )
+from tests.helpers.trainers import puzzle_rows, tiny_trainer
 
 pytestmark = [*NEEDS_VLLM, pytest.mark.usefixtures("restore_launch_env")]
 
-ROOT = Path(__file__).resolve().parents[1]
+VLLM_RUN = dict(max_steps=3, learning_rate=1e-2, use_vllm=True, vllm_mode="colocate")
+
+ROOT = Path(__file__).resolve().parents[2]
 # bf16 engine vs fp32 transformers, log-probs of the same tokens: 0.002-0.005 measured after every sync here; a stale
 # engine (weights not synced) is off by more than 0.1 (test_reload_into_the_cpu_engine_matches_transformers)
 LOGPROB_TOLERANCE = 0.02
@@ -38,35 +41,10 @@ def model_dir(tmp_path_factory):
     return save_tiny_vllm_model(tmp_path_factory.mktemp("tiny-vllm") / "model")
 
 
-def char_diversity_reward(completions, **kwargs):
-    """Dense toy reward (distinct characters per character): the tiny random model never solves Countdown."""
-    return [len(set(c)) / (1 + len(c)) for c in completions]
-
-
-def _rows(n=8):
-    from datasets import Dataset
-
-    return Dataset.from_list([{"prompt": f"Numbers {i} {i + 1}, target {2 * i + 1}:", "nums": [i, i + 1],
-                               "target": 2 * i + 1} for i in range(1, n + 1)])
-
-
 def _trainer(model_dir, out, peft_config=None, **overrides):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from countdown_rl.tasks import get_task
-    from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
-
-    args = dict(output_dir=str(out), use_cpu=True, bf16=False, report_to="none", gradient_checkpointing=False,
-                per_device_train_batch_size=8, num_generations=4, max_completion_length=8, max_steps=3,
-                learning_rate=1e-2, logging_steps=1, save_strategy="no", seed=0, use_vllm=True,
-                vllm_mode="colocate")
-    args.update(overrides)
-    return CountdownGRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[char_diversity_reward],
-        args=CountdownGRPOConfig(**args), train_dataset=_rows(), eval_dataset=_rows(4),
-        processing_class=AutoTokenizer.from_pretrained(model_dir), task=get_task("countdown"),
-        peft_config=peft_config,
-    )
+    """A tiny run with colocated vLLM rollouts: 3 steps, held-out rows for the in-training evaluation."""
+    return tiny_trainer(model_dir, out, eval_dataset=puzzle_rows(4), peft_config=peft_config,
+                        **{**VLLM_RUN, **overrides})
 
 
 def check_every_sync(trainer):

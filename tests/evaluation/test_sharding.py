@@ -1,0 +1,19 @@
+"""Evaluation shards (``countdown_rl.evaluation.sharding``); the shards of a real two-process evaluation:
+tests/test_distributed.py."""
+
+import doctest
+
+from countdown_rl.evaluation import sharding
+from countdown_rl.evaluation.sharding import padded_shard
+
+
+def test_the_module_examples_hold():
+    assert doctest.testmod(sharding).failed == 0
+
+
+def test_every_row_lands_in_one_shard_in_order():
+    rows = list(range(7))
+    shards = [padded_shard(rows, 3, i, pad=False) for i in range(3)]
+    assert [part for part, _ in shards] == [[0, 1, 2], [3, 4], [5, 6]]
+    assert [padding for _, padding in shards] == [0, 0, 0]
+    assert [padded_shard(rows, 3, i, pad=True) for i in range(3)] == [([0, 1, 2], 0), ([3, 4, 0], 1), ([5, 6, 0], 1)]

@@ -1,0 +1,60 @@
+"""Tiny ``CountdownGRPOTrainer`` runs on the CPU, shared by the trainer, rollout, curriculum and vLLM tests.
+
+:func:`tiny_trainer` builds one from a saved tiny model folder (``conftest.tiny_model_dir``): 8 Countdown-shaped
+rows, 2 groups of 4 completions a step, no checkpoints, no reporting; each test passes what it is about as config
+keywords. A random tiny model never solves Countdown, so the default reward is a dense toy one
+(:func:`char_diversity_reward`), which varies between random completions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# What every tiny CPU run shares; a test's keywords override these.
+TINY_ARGS: dict[str, Any] = dict(
+    use_cpu=True, bf16=False, report_to="none", gradient_checkpointing=False, per_device_train_batch_size=8,
+    num_generations=4, max_completion_length=8, max_steps=2, learning_rate=1e-3, logging_steps=1,
+    save_strategy="no", seed=0,
+)
+
+
+def char_diversity_reward(completions, **kwargs):
+    """Dense toy reward: distinct characters per character (varies between random completions)."""
+    return [len(set(c)) / (1 + len(c)) for c in completions]
+
+
+def puzzle_rows(n: int = 8):
+    """``n`` Countdown-shaped rows (``prompt``, ``nums``, ``target``) whose puzzles are easy sums."""
+    from datasets import Dataset
+
+    return Dataset.from_list([{"prompt": f"Numbers {i} {i + 1}, target {2 * i + 1}:", "nums": [i, i + 1],
+                               "target": 2 * i + 1} for i in range(1, n + 1)])
+
+
+def tiny_config(out, **overrides):
+    """A ``CountdownGRPOConfig`` writing to ``out``: :data:`TINY_ARGS` plus ``overrides``."""
+    from countdown_rl.training.trainer import CountdownGRPOConfig
+
+    return CountdownGRPOConfig(output_dir=str(out), **{**TINY_ARGS, **overrides})
+
+
+def tiny_trainer(model_dir, out, *, reward=char_diversity_reward, train_dataset=None, eval_dataset=None,
+                 task: str | None = "countdown", peft_config=None, trainer_cls=None, **overrides):
+    """A trainer on the model saved in ``model_dir`` (``task`` None: no task), config :func:`tiny_config`."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from countdown_rl.tasks import get_task
+    from countdown_rl.training.trainer import CountdownGRPOTrainer
+
+    extra = {} if peft_config is None else {"peft_config": peft_config}
+    return (trainer_cls or CountdownGRPOTrainer)(
+        model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward],
+        args=tiny_config(out, **overrides), train_dataset=puzzle_rows() if train_dataset is None else train_dataset,
+        eval_dataset=eval_dataset, processing_class=AutoTokenizer.from_pretrained(model_dir),
+        task=None if task is None else get_task(task), **extra,
+    )
+
+
+def logged(trainer, key):
+    """``key`` of every training log entry (None where that entry lacks it)."""
+    return [h.get(key) for h in trainer.state.log_history if "loss" in h]
