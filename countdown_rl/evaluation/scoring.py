@@ -248,9 +248,9 @@ def compiled_for(tokenizer, prompts: Sequence[Any], max_new_tokens: int, chat_te
 
 
 def _load_tokenizer(name_or_path):
-    from transformers import AutoTokenizer
+    from countdown_rl.models.loading import load_tokenizer
 
-    return AutoTokenizer.from_pretrained(str(name_or_path))
+    return load_tokenizer(name_or_path)
 
 
 def evaluate_budgets(
