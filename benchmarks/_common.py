@@ -288,7 +288,7 @@ CASES = {
 def build_scratch(root: Path, model_dir: Path) -> Path:
     """The folder every case runs in: a tiny model, puzzles, a recipe, and the bad files the cases name."""
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     shutil.copytree(model_dir, root / "model")
     write_jsonl(generate_countdown(64, seed=0), root / "puzzles.jsonl")

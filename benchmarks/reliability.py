@@ -174,7 +174,7 @@ def main(argv=None) -> int:
 
     from countdown_rl.demo.tiny import save_tiny_model
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     started = time.time()
     base = Path(tempfile.mkdtemp(prefix="countdown-rl-reliability-"))

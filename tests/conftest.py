@@ -22,6 +22,14 @@ def tiny_model_dir(tmp_path_factory):
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", size="test", seed=0)
 
 
+@pytest.fixture(scope="session")
+def tiny_vllm_model_dir(tmp_path_factory):
+    """The tiny Qwen3 vLLM's CPU kernels run (head size 32; tests/helpers/vllm_tiny.py), saved once per session."""
+    from tests.helpers.vllm_tiny import save_tiny_vllm_model
+
+    return save_tiny_vllm_model(tmp_path_factory.mktemp("tiny-vllm") / "model")
+
+
 @pytest.fixture
 def no_loading(monkeypatch):
     """Tripwires on transformers' loaders: a test using this fails if a command gets as far as loading a model
@@ -50,7 +58,7 @@ def one_torch_thread():
 def puzzles(tmp_path_factory):
     """64 generated Countdown puzzles (seed 0) in a JSONL file (one per session: tests only read it)."""
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     path = tmp_path_factory.mktemp("data") / "puzzles.jsonl"
     write_jsonl(generate_countdown(64, seed=0), path)

@@ -135,7 +135,7 @@ def test_eval_hides_its_short_aliases_but_takes_them():
 def test_eval_data_flags_are_the_recipe_parsers():
     from dataclasses import fields
 
-    from countdown_rl.training.data import DataArguments
+    from countdown_rl.data.arguments import DataArguments
 
     def data_actions(parser):
         by_dest = {a.dest: a for a in parser._actions}

@@ -29,12 +29,14 @@ PACKAGE = Path(__file__).resolve().parents[1] / "countdown_rl"
 LAYERS = {
     "files": 0,
     "tasks": 1, "algorithms": 1,
-    "runs": 2, "generation": 2,
-    "evaluation": 3,
-    "training": 4,
-    "sweeps": 5, "demo": 5,
-    "commands": 6,
-    "cli": 7, "__init__": 7, "trainer": 7,
+    "data": 2,
+    "runs": 3, "generation": 3,
+    "models": 4,
+    "evaluation": 5,
+    "training": 6,
+    "sweeps": 7, "demo": 7,
+    "commands": 8,
+    "cli": 9, "__init__": 9, "trainer": 9,
 }
 SUBPACKAGES = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
 MAY_IMPORT_TASK_PLUGINS = ("tasks", "demo", "commands")
@@ -164,7 +166,8 @@ def test_the_readme_table_has_one_row_per_subpackage():
     section = readme.split("## What is in the package", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `countdown_rl.")]
     assert rows == [f"countdown_rl.{name}" for name in
-                    ("tasks", "algorithms", "generation", "evaluation", "runs", "training", "sweeps", "demo", "commands")]
+                    ("tasks", "algorithms", "data", "runs", "generation", "models", "evaluation", "training", "sweeps",
+                     "demo", "commands")]
     assert sorted(rows) == [f"countdown_rl.{name}" for name in SUBPACKAGES]
 
 

@@ -297,7 +297,7 @@ def test_an_unknown_key_fails_naming_the_key_and_the_file(source, key, tmp_path)
 def test_cpu_smoke_recipe_trains_end_to_end(tiny_model_dir, tmp_path):
     from countdown_rl.commands.train import main
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     puzzles = tmp_path / "puzzles.jsonl"
     write_jsonl(generate_countdown(64, seed=0), puzzles)

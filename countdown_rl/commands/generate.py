@@ -21,7 +21,7 @@ def build_parser() -> OneLineArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Write ``N`` rows of the task's generator (Countdown: solvable puzzles with columns nums, target)."""
     from countdown_rl.tasks import get_task
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     """Start a vLLM server with TRL's settings (``trl vllm-serve``'s arguments); runs until stopped."""
     from countdown_rl.generation.vllm_server import serve_command
     from countdown_rl.generation.vllm_sync import check_cpu_engine_model
-    from countdown_rl.runs.model_source import resolve_model_source
+    from countdown_rl.models.source import resolve_model_source
 
     parser = build_parser()
     args = list(sys.argv[1:] if argv is None else argv)

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         import torch
 
-        from countdown_rl.runs.model_source import resolve_model_source
+        from countdown_rl.models.source import resolve_model_source
 
         try:
             source = resolve_model_source(args.model, "--model")

@@ -1,7 +1,7 @@
 """``countdown-rl demo --model M``: the demo's stages on a real pretrained model (``smollm2``: SmolLM2-135M-Instruct).
 
 1. Model: ``--model`` is a model folder, a Hub id in the local cache, a ``.gguf`` file or a packaged name
-   (``smollm2``), converted once (:mod:`countdown_rl.runs.model_source`); anything else is one line, naming the
+   (``smollm2``), converted once (:mod:`countdown_rl.models.source`); anything else is one line, naming the
    install command of the packaged models, before anything loads.
 2. Puzzles: the tiny demo's pool and split (:func:`countdown_rl.demo.stages.demo_puzzles`) in the model's chat
    template; plus ``num_transfer`` puzzles of the assignment's distribution (3-4 numbers in 1..99, targets
@@ -42,19 +42,21 @@ from countdown_rl.demo.stages import (
     demo_puzzles,
     evaluate_stage,
     finish_stage,
-    grpo_train,
+    demo_record,
     prepare_run_dir,
     print_header,
     read_json_or_none,
+    rl_recipe,
     setup_environment,
-    sft_warmup,
+    sft_warmup_on_traces,
     stage_done,
+    train_rl,
 )
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
-from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR, set_status
+from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR
 
-__all__ = ["check_demo_model", "choose_backends", "pretrained_config", "rl_train_kwargs", "run_pretrained_demo"]
+__all__ = ["check_demo_model", "choose_backends", "pretrained_config", "rollout_keys", "run_pretrained_demo"]
 
 BASE_EVAL_DIR = "base_eval"
 TRANSFER_DIR = "transfer"
@@ -95,8 +97,7 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
 
 def check_demo_model(model: str) -> None:
     """One line (ValueError) unless ``model`` is a loadable source; nothing is loaded or converted here."""
-    from countdown_rl.runs.hub import check_model_source
-    from countdown_rl.runs.model_source import PACKAGED_MODELS, check_model_file_source
+    from countdown_rl.models.source import PACKAGED_MODELS, check_model_file_source, check_model_source
 
     if check_model_file_source(model, "--model"):
         return
@@ -124,22 +125,16 @@ def choose_backends(model_dir: str) -> tuple[str, str, str | None]:
     return "vllm", "vllm", None
 
 
-def rl_train_kwargs(config: DemoConfig, backend: str) -> dict[str, Any]:
-    """The RL stage's settings from ``config`` as :func:`countdown_rl.demo.stages.grpo_train` keywords, rollouts
-    through ``backend`` (``vllm``: a colocated engine; else a ``generation_backend``).
+def rollout_keys(backend: str) -> dict[str, Any]:
+    """The RL recipe's rollout keys (:func:`countdown_rl.demo.stages.rl_recipe`'s ``generation``) for ``backend``
+    (``vllm``: a colocated engine; else a ``generation_backend``).
 
-    >>> rl_train_kwargs(pretrained_config("smollm2"), "vllm")["generation"]["vllm_mode"]
+    >>> rollout_keys("vllm")["vllm_mode"]
     'colocate'
     """
-    generation = ({"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": False}
-                  if backend == "vllm" else {"generation_backend": backend})
-    return {"algorithm": config.algorithm, "max_completion_length": config.max_completion_length,
-            "steps": config.grpo_steps, "prompts_per_step": config.prompts_per_step,
-            "num_generations": config.num_generations, "learning_rate": config.grpo_learning_rate,
-            "temperature": config.temperature, "beta": config.beta, "save_steps": config.save_steps,
-            "seed": config.seed, "template": config.template, "generation": generation, "bf16": config.bf16,
-            "mask_truncated_completions": config.mask_truncated_completions,
-            "skip_zero_advantage": config.skip_zero_advantage}
+    if backend == "vllm":
+        return {"use_vllm": True, "vllm_mode": "colocate", "vllm_enable_sleep_mode": False}
+    return {"generation_backend": backend}
 
 
 def _transfer_puzzles(config: DemoConfig, trained_on: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -217,8 +212,7 @@ def _paired(sft_dir: Path, final_dir: Path, budget: int) -> dict[str, Any]:
 
 def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     """Every stage of the real-model demo (module docstring); returns what ``demo_results.json`` holds."""
-    from countdown_rl.runs.model_source import resolve_model_source
-    from countdown_rl.training.pipeline import merge_saved_adapter
+    from countdown_rl.models.source import resolve_model_source
 
     if config.algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {list(ALGORITHMS)}, got {config.algorithm!r}")
@@ -279,9 +273,11 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
                 f"template -> {sft_dir}")
         import torch
 
-        sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
-                   learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
-                   show_progress=not config.quick, template=config.template, use_cpu=not torch.cuda.is_available())
+        sft_warmup_on_traces(
+            base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
+            learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
+            show_progress=not config.quick, template=config.template, use_cpu=not torch.cuda.is_available()
+        )
         finish_stage(sft_dir, sft_record, model=str(base_dir), dataset=dataset)
     timings["sft_s"] = time.time() - t
     t = time.time()
@@ -292,32 +288,23 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
 
     # RL.
     t = time.time()
-    peft_config = None
-    if config.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear",
-                                 task_type="CAUSAL_LM")
     print_header(f"{name}{' (LoRA)' if config.lora else ''} at {budget} tokens: {config.grpo_steps} steps x "
             f"{config.prompts_per_step} prompts x {config.num_generations} samples, rollouts through {backend} "
             f"-> {run_dir}")
-    trained = grpo_train(
-        sft_dir, run_dir, puzzles["rl"], **rl_train_kwargs(config, backend),
-        eval_puzzles=puzzles["eval"][: config.in_training_eval], eval_steps=config.eval_steps, resume=config.resume,
-        peft_config=peft_config, show_progress=not config.quick,
-        run_info={"dataset": dataset, "data": {"sft": len(puzzles["sft"]), "rl": len(puzzles["rl"]),
-                                               "eval": len(puzzles["eval"])},
-                  "base_model": str(config.model), **source.record, "rollout_backend": backend,
-                  "eval_backend": eval_backend, "why_not_vllm": why_not_vllm,
-                  "lora": config.lora},
-    )
-    if trained["resumed_from"]:
-        print(f"resumed from {trained['resumed_from']}")
-    global_step = trained["global_step"]
-    trained["trainer"].create_model_card(dataset_name=dataset)
-    del trained  # the trainer's engine and model: the final evaluation loads the saved model
+    # The final evaluation is the stage below (through vLLM where it runs, on the saved or merged model), so the
+    # recipe leaves it out; the model card, the adapter merge (--lora) and the status are the recipe's.
+    recipe = rl_recipe(config, sft_dir, run_dir, num_eval=len(puzzles["eval"]), generation=rollout_keys(backend),
+                       final_eval=False)
+    run_info = {"base_model": str(config.model), **source.record, "rollout_backend": backend,
+                "eval_backend": eval_backend, "why_not_vllm": why_not_vllm, "lora": config.lora}
+    run = train_rl(recipe, puzzles["rl"], puzzles["eval"], record=demo_record(sft_dir, dataset, puzzles, run_info),
+                   show_progress=not config.quick)
+    if run.trained.resumed_from:
+        print(f"resumed from {run.trained.resumed_from}")
+    global_step = run.trained.global_step
+    del run  # the trainer's engine and model: the final evaluation loads the saved model
     gc.collect()
-    final_dir = merge_saved_adapter(str(run_dir), str(sft_dir)) if config.lora else run_dir
+    final_dir = run_dir / "merged" if config.lora else run_dir
     timings["rl_s"] = time.time() - t
     t = time.time()
     final_record = {"stage": "final", "sft": sft_record, "algorithm": config.algorithm, "steps": global_step}
@@ -325,7 +312,6 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     final_results = evaluator.evaluate(final_dir, jobs(run_dir / FINAL_EVAL_DIR, run_dir / TRANSFER_DIR),
                                        final_record, dataset)
     shutil.copytree(out / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
-    set_status(run_dir, "finished", step=global_step)
     timings["final_eval_s"] = time.time() - t
     timings["total_s"] = time.time() - started
     return _results(config, out, run_dir, base_results, sft_results, final_results, timings, backend,

@@ -11,17 +11,21 @@
    arithmetic but is often wrong, which leaves RL something to fix. Saved to ``sft/``.
 4. Zero-shot evaluation of the SFT model: greedy, at ``max_completion_length``, on the held-out puzzles ->
    ``zero_shot/`` (eval.json, eval.md, samples.jsonl).
-5. RL: ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with ``--algorithm dr_grpo``) with the ``countdown`` reward
-   (1.0 correct / 0.1 answer tag / 0.0), 8 samples per prompt at temperature 0.7, no KL (beta 0). The run
-   directory is ``<output_dir>/<algorithm>``; checkpoints every ``save_steps`` make it resumable (``--resume``).
+5. RL: a ``countdown-rl train`` recipe (:func:`rl_recipe`) run by the one pipeline
+   (:func:`countdown_rl.training.pipeline.run_recipe`): ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with
+   ``--algorithm dr_grpo``) with the ``countdown`` reward (1.0 correct / 0.1 answer tag / 0.0), 8 samples per
+   prompt at temperature 0.7, no KL (beta 0), on the RL puzzles written to ``<algorithm>/data/train.jsonl`` (the
+   held-out ones to ``test.jsonl``; the recipe to ``<algorithm>/recipe.yaml``). The run directory is
+   ``<output_dir>/<algorithm>``; checkpoints every ``save_steps`` make it resumable (``--resume``).
 6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/``; the zero-shot files are copied
    to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
    ``countdown-rl report <output_dir>/<algorithm>`` works. A before/after table is printed and
    ``<algorithm>/demo_results.json`` written (in the run's folder: a second algorithm leaves the first's).
    Accuracy is always the strict Countdown accuracy of :mod:`evaluation`.
 
-The stages are plain functions (:func:`warm_start` = puzzles + base model + :func:`sft_warmup`;
-:func:`zero_shot_stage`; :func:`rl_stage` = :func:`grpo_train` + :func:`evaluate_stage`) so that
+The stages are plain functions (:func:`warm_start` = puzzles + base model + :func:`sft_warmup_on_traces`;
+:func:`zero_shot_stage`; :func:`rl_stage` = :func:`rl_recipe` run by :func:`train_rl`, with :func:`evaluate_stage`
+as its final evaluation) so that
 ``benchmarks/toy_replication.py`` runs SFT once and six RL runs from it.
 """
 
@@ -46,7 +50,6 @@ from countdown_rl.runs.record import (
     ZERO_SHOT_DIR,
     RunRecord,
     read_run_record,
-    set_status,
     write_run_record,
 )
 from countdown_rl.training.pipeline import progress_callback
@@ -54,6 +57,8 @@ from countdown_rl.training.pipeline import progress_callback
 PROG = "countdown-rl demo"
 DEMO_SOURCE = PROG  # the run record's source: a run directory this command may clear
 RESULTS_FILE = "demo_results.json"
+RL_DATA_DIR = "data"  # in the RL run's folder: the RL puzzles (train.jsonl) and the held-out ones (test.jsonl)
+RECIPE_FILE = "recipe.yaml"  # in the RL run's folder: the recipe it ran, for countdown-rl train --config
 TRACES = ("solver", "search")  # SFT completions: puzzles.solver_trace or puzzles.search_trace
 
 
@@ -194,12 +199,6 @@ def setup_environment(num_threads: int) -> None:
     hf_logging.disable_progress_bar()
 
 
-def _seed_everything(seed: int) -> None:
-    from transformers import set_seed
-
-    set_seed(seed)
-
-
 def read_json_or_none(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -241,7 +240,7 @@ def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, An
     """
     from countdown_rl.tasks import get_task
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.training.data import split_rows
+    from countdown_rl.data.splits import split_rows
 
     total = spec.num_sft + spec.num_rl + spec.num_eval
     pool = generate_countdown(total, seed=seed, **spec.generator_kwargs())
@@ -278,7 +277,7 @@ def trace_examples(puzzles: Sequence[Mapping[str, Any]], *, trace: str = "solver
     return [{"prompt": build_prompt(p["nums"], p["target"], template), "completion": completion(p)} for p in puzzles]
 
 
-def sft_warmup(
+def sft_warmup_on_traces(
     base_dir: str | Path,
     out_dir: str | Path,
     puzzles: Sequence[Mapping[str, Any]],
@@ -301,13 +300,12 @@ def sft_warmup(
     prompt is the chat one and the trace, opening ``<think>`` itself, is the assistant's turn of the model's chat
     template (:func:`countdown_rl.training.warmup.sft_examples`).
     """
-    from countdown_rl.training.warmup import sft_warmup as sft_warmup_examples
-
+    from countdown_rl.training.warmup import sft_warmup
 
     examples = trace_examples(puzzles, trace=trace, template=template, min_failed=min_failed, max_failed=max_failed,
                               seed=seed)
     callbacks = [progress_callback(max(1, steps // 10))] if show_progress else []
-    return sft_warmup_examples(base_dir, out_dir, examples, steps=steps, batch_size=batch_size,
+    return sft_warmup(base_dir, out_dir, examples, steps=steps, batch_size=batch_size,
                                learning_rate=learning_rate, seed=seed, callbacks=callbacks, use_cpu=use_cpu)
 
 
@@ -333,10 +331,10 @@ def evaluate_stage(
     from countdown_rl.evaluation.scoring import evaluate_budgets
 
     if isinstance(model, (str, os.PathLike)):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from countdown_rl.models.loading import load_causal_lm, load_tokenizer
 
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
-        model = AutoModelForCausalLM.from_pretrained(str(model))
+        tokenizer = tokenizer or load_tokenizer(model)
+        model = load_causal_lm(model)
     scored = evaluate_budgets(
         model, tokenizer, list(puzzles), budgets=budgets, task="countdown", template=template,
         batch_size=batch_size, temperature=0.0, show_progress=show_progress, backend=backend,
@@ -349,148 +347,99 @@ def evaluate_stage(
     return results
 
 
-def rl_dataset(puzzles: Sequence[Mapping[str, Any]], template: str = "r1_zero"):
-    """The RL stage's ``datasets.Dataset``: each puzzle's prompt in ``template``, with its ``nums`` and ``target``.
+def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, num_eval: int,
+              generation: Mapping[str, Any] | None = None, final_eval: bool = True,
+              reward_funcs: Sequence[str] = ("countdown",)) -> dict[str, Any]:
+    """The RL stage of ``config`` as a ``countdown-rl train`` recipe (its keys, as a recipe file holds them): from
+    ``sft_dir`` into ``run_dir``, on the puzzles :func:`train_rl` writes to ``run_dir/data`` (``train.jsonl``, and
+    ``num_eval`` held-out ones in ``test.jsonl``).
 
-    >>> rl_dataset([{"nums": [7, 7, 65], "target": 51}])[0]["target"]
-    51
+    One rollout per optimizer step (``prompts_per_step`` prompts x ``num_generations`` samples), the ``countdown``
+    reward, a constant rate after ``warmup_steps`` 0, atomic checkpoints every ``save_steps`` (the newest two kept),
+    the first ``in_training_eval`` held-out puzzles scored greedily every ``eval_steps`` (the report's curve).
+    ``generation`` adds the rollouts' keys (e.g. ``use_vllm``, ``vllm_mode``, ``generation_backend``); ``config.lora``
+    trains an adapter (merged into ``run_dir/merged``); ``final_eval`` False leaves the final evaluation to the
+    caller. ``budget_schedule`` (``[[start_step, budget], ...]``, largest budget ``max_completion_length``) is the
+    trainer's completion-budget curriculum.
+
+    >>> rl_recipe(quick_config(), "sft", "grpo", num_eval=32)["per_device_train_batch_size"]
+    16
     """
-    from datasets import Dataset
-
-    from countdown_rl.tasks.countdown.prompts import build_prompt
-
-    # nums and target stay next to the prompt: TRL passes them to the reward function.
-    return Dataset.from_list(
-        [{"prompt": build_prompt(p["nums"], p["target"], template), "nums": list(p["nums"]),
-          "target": int(p["target"])} for p in puzzles]
-    )
-
-
-def grpo_train(
-    sft_dir: str | Path,
-    run_dir: str | Path,
-    train_puzzles: Sequence[Mapping[str, Any]],
-    *,
-    algorithm: str = "grpo",
-    max_completion_length: int = 48,
-    budget_schedule: Sequence[Sequence[int]] | None = None,
-    steps: int = 150,
-    prompts_per_step: int = 8,
-    num_generations: int = 8,
-    learning_rate: float = 1e-3,
-    warmup_steps: int = 0,
-    temperature: float = 1.0,
-    beta: float = 0.0,
-    reward: str = "countdown",
-    save_steps: int = 25,
-    eval_puzzles: Sequence[Mapping[str, Any]] | None = None,
-    eval_steps: int = 50,
-    seed: int = 0,
-    resume: bool = False,
-    run_info: Mapping[str, Any] | None = None,
-    show_progress: bool = True,
-    template: str = "r1_zero",
-    generation: Mapping[str, Any] | None = None,
-    peft_config: Any = None,
-    bf16: bool = False,
-    mask_truncated_completions: bool = False,
-    skip_zero_advantage: bool = False,
-) -> dict[str, Any]:
-    """RL from ``sft_dir`` with :func:`countdown_rl.training.pipeline.train_grpo` and the ``countdown`` reward, into ``run_dir``.
-
-    Runs as ``countdown-rl train`` does: the output-directory guard, ``run_info.json`` (recipe and status) first,
-    atomic checkpoints every ``save_steps``, signals save a checkpoint and raise :class:`RunStopped`; at the end the
-    model, tokenizer and ``trainer_state.json``. With ``resume`` it continues from the newest complete
-    ``checkpoint-N`` in ``run_dir`` (if any; the recipe must match the saved one).
-    ``eval_puzzles`` (optional) are scored greedily every ``eval_steps`` for the report's accuracy curve;
-    ``run_info`` goes to the run record's ``extra``. ``template`` is the prompts' (``chat`` for an instruct model);
-    ``generation`` adds the rollouts' config keys (e.g. ``use_vllm``, ``vllm_mode``, ``generation_backend``);
-    ``peft_config`` trains an adapter; ``bf16`` autocasts the forwards and backwards; ``mask_truncated_completions``
-    leaves the completions cut by the budget out of the loss; ``skip_zero_advantage`` forwards only the completions
-    with a learning signal (the same update). ``budget_schedule``
-    (``[[start_step, budget], ...]``, largest budget ``max_completion_length``) is the trainer's completion-budget
-    curriculum. Returns ``{"trainer", "model", "tokenizer", "resumed_from", "global_step"}``.
-    """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from countdown_rl.runs.guard import effective_recipe
-    from countdown_rl.runs.reliability import plan_run
-    from countdown_rl.tasks import get_task
-    from countdown_rl.training.pipeline import train_grpo
-    from countdown_rl.training.trainer import CountdownGRPOConfig
-
-    run = Path(run_dir)
-    batch = prompts_per_step * num_generations
-    eval_ds = rl_dataset(eval_puzzles, template) if eval_puzzles else None
-    args = CountdownGRPOConfig(
-        output_dir=str(run),
-        algorithm=algorithm,
-        max_steps=steps,
-        # One rollout per optimizer step: prompts_per_step prompts x num_generations samples.
-        per_device_train_batch_size=batch,
-        num_generations=num_generations,
-        gradient_accumulation_steps=1,
-        num_iterations=1,
-        max_completion_length=max_completion_length,
-        budget_schedule=[list(pair) for pair in budget_schedule] if budget_schedule else None,
-        temperature=temperature,
-        beta=beta,
-        mask_truncated_completions=mask_truncated_completions,
-        skip_zero_advantage=skip_zero_advantage,
-        learning_rate=learning_rate,
-        lr_scheduler_type="constant_with_warmup",
-        warmup_steps=warmup_steps,
-        weight_decay=0.0,
-        max_grad_norm=1.0,
-        logging_steps=1,
-        save_strategy="steps",
-        save_steps=save_steps,
-        save_total_limit=2,
-        eval_strategy="steps" if eval_ds is not None else "no",
-        eval_steps=eval_steps,
-        per_device_eval_batch_size=max(num_generations, 64 // num_generations * num_generations),
-        use_cpu=True,
-        bf16=bf16,
-        gradient_checkpointing=False,
-        report_to="none",
-        seed=seed,
-        data_seed=seed,
-        disable_tqdm=True,  # the short progress lines below replace the bar and its log dicts
+    batch = config.prompts_per_step * config.num_generations
+    in_training_eval = min(config.in_training_eval, num_eval)
+    recipe = {
+        # the model
+        "model_name_or_path": str(sft_dir), "dtype": "auto",
+        # the data: the demo's puzzles, as files (train_rl writes them)
+        "task": "countdown", "dataset_name": str(Path(run_dir) / RL_DATA_DIR), "dataset_split": "train",
+        "eval_dataset_split": "test", "test_size": num_eval, "prompt_template": config.template,
+        "reward_funcs": list(reward_funcs), "eval_subset_size": in_training_eval,
+        "final_eval_size": None if final_eval else 0, "resume": config.resume,
+        # the run
+        "output_dir": str(run_dir), "algorithm": config.algorithm, "max_steps": config.grpo_steps,
+        "per_device_train_batch_size": batch, "num_generations": config.num_generations,
+        "gradient_accumulation_steps": 1, "num_iterations": 1,
+        "max_completion_length": config.max_completion_length,
+        "budget_schedule": [list(pair) for pair in config.budget_schedule] if config.budget_schedule else None,
+        "temperature": config.temperature, "beta": config.beta,
+        "mask_truncated_completions": config.mask_truncated_completions,
+        "skip_zero_advantage": config.skip_zero_advantage,
+        "learning_rate": config.grpo_learning_rate, "lr_scheduler_type": "constant_with_warmup", "warmup_steps": 0,
+        "weight_decay": 0.0, "max_grad_norm": 1.0, "logging_steps": 1,
+        "save_strategy": "steps", "save_steps": config.save_steps, "save_total_limit": 2,
+        "eval_strategy": "steps" if in_training_eval else "no", "eval_steps": config.eval_steps,
+        "per_device_eval_batch_size": max(config.num_generations,
+                                          64 // config.num_generations * config.num_generations),
+        "use_cpu": True, "bf16": config.bf16, "gradient_checkpointing": False, "report_to": "none",
+        "seed": config.seed, "data_seed": config.seed,
+        "disable_tqdm": True,  # the short progress lines replace the bar and its log dicts
         **dict(generation or {}),
-    )
-    # The guard and checkpoint resolution of `countdown-rl train`: a resume must match the saved recipe, and starts
-    # from the newest complete checkpoint (an incomplete one is skipped with a warning).
-    plan = plan_run(str(run), effective_recipe(args), resume=resume, overwrite=False)
-    checkpoint = plan.checkpoint
-    tokenizer = AutoTokenizer.from_pretrained(str(sft_dir))
-    _seed_everything(seed)
-    extra = dict(run_info or {})
-    record = RunRecord(model=str(sft_dir), dataset=str(extra.pop("dataset", "generated puzzles")),
-                       data=dict(extra.pop("data", {})), source=DEMO_SOURCE, extra=extra)
-    trained = train_grpo(
-        AutoModelForCausalLM.from_pretrained(str(sft_dir)),
-        tokenizer,
-        args,
-        rl_dataset(train_puzzles, template),
-        task=get_task("countdown"),
-        record=record,
-        reward_funcs=[reward],
-        eval_dataset=eval_ds,
-        peft_config=peft_config,
-        resume_from_checkpoint=checkpoint,
-        callbacks=[progress_callback(max(1, steps // 10))] if show_progress else (),
-        quiet=True,
-        plan=plan,
-    )
-    if trained.stopped is not None:  # a signal (checkpoint saved) or a non-finite step: one line said which
-        raise RunStopped(trained.stopped)
-    return {
-        "trainer": trained.trainer,
-        "model": trained.model,
-        "tokenizer": tokenizer,
-        "resumed_from": checkpoint,
-        "global_step": trained.global_step,
     }
+    if config.lora:  # an adapter on the SFT model, merged for evaluation
+        recipe.update({"use_peft": True, "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0,
+                       "lora_target_modules": ["all-linear"], "merge_adapter": True})
+    return recipe
+
+
+def train_rl(recipe: Mapping[str, Any], train_puzzles: Sequence[Mapping[str, Any]],
+             eval_puzzles: Sequence[Mapping[str, Any]], *, record: RunRecord,
+             final_evaluation: Any = None, show_progress: bool = True):
+    """Run :func:`rl_recipe`'s recipe as ``countdown-rl train`` runs one
+    (:func:`countdown_rl.training.pipeline.run_recipe`), on these puzzles; returns its ``RecipeRun``.
+
+    The recipe is checked and the run directory claimed first (the output-directory guard: a resume must match the
+    saved recipe, and starts from the newest complete checkpoint, an incomplete one skipped with a warning); then
+    the puzzles and ``recipe.yaml`` are written into the run directory, and the recipe runs. ``record`` describes the
+    run in ``run_info.json``; ``final_evaluation`` replaces the trainer's (see ``run_recipe``). A signal (checkpoint
+    saved) or a non-finite step raises :class:`RunStopped`.
+    """
+    import yaml
+
+    from countdown_rl.data.jsonl import write_jsonl
+    from countdown_rl.training.pipeline import plan_recipe, run_recipe
+    from countdown_rl.training.recipe import recipe_from_keys
+
+    script_args, training_args, model_args = recipe_from_keys(recipe)
+    planned = plan_recipe(script_args, training_args, model_args)
+    data = Path(script_args.dataset_name)
+    write_jsonl(({"nums": list(p["nums"]), "target": int(p["target"])} for p in train_puzzles), data / "train.jsonl")
+    write_jsonl(({"nums": list(p["nums"]), "target": int(p["target"])} for p in eval_puzzles), data / "test.jsonl")
+    # The recipe as a file: `countdown-rl train --config <run_dir>/recipe.yaml` trains the same run.
+    (Path(training_args.output_dir) / RECIPE_FILE).write_text(yaml.safe_dump(dict(recipe), sort_keys=False),
+                                                               encoding="utf-8")
+    steps = training_args.max_steps
+    run = run_recipe(script_args, training_args, model_args, planned, record=record, final_evaluation=final_evaluation,
+                     callbacks=[progress_callback(max(1, steps // 10))] if show_progress else (), quiet=True)
+    if run.stopped is not None:  # a signal (checkpoint saved) or a non-finite step: one line said which
+        raise RunStopped(run.stopped)
+    return run
+
+
+def demo_record(model: str | Path, dataset: str, puzzles: Mapping[str, Sequence[Any]],
+                extra: Mapping[str, Any] | None = None) -> RunRecord:
+    """The RL run's record: the model it started from, the puzzles' description and counts, the demo as its source."""
+    data = {name: len(puzzles[name]) for name in ("sft", "rl", "eval")}
+    return RunRecord(model=str(model), dataset=dataset, data=data, source=DEMO_SOURCE, extra=dict(extra or {}))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -571,9 +520,11 @@ def warm_start(config: DemoConfig) -> WarmStart:
         save_tiny_model(base_dir, config.model_size, config.seed)
         finish_stage(base_dir, base_record, model=f"tiny Qwen3 '{config.model_size}'", dataset="none")
         print_header(f"SFT warm-up: {config.sft_steps} steps on {config.trace} traces -> {sft_dir}")
-        sft_warmup(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
-                   learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
-                   max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick)
+        sft_warmup_on_traces(
+            base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
+            learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
+            max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick
+        )
         finish_stage(sft_dir, record, model=str(base_dir), dataset=config.puzzles.describe())  # last: complete
     return WarmStart(puzzles, sft_dir, record)
 
@@ -603,7 +554,8 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     """``config.algorithm`` at ``config.max_completion_length`` (or its ``budget_schedule``) from the SFT model into
     ``run_dir``, then the final evaluation at ``max_completion_length`` (``run_dir/eval``) and the zero-shot files
     copied next to it, so ``countdown-rl report run_dir`` works; ``run_info`` adds keys to run_info.json. Returns
-    :func:`grpo_train`'s dict plus ``"result"`` (the final ``BudgetResult``)."""
+    ``{"trainer", "model", "tokenizer", "resumed_from", "global_step", "result"}`` (``result``: the final
+    ``BudgetResult``)."""
     run_dir = Path(run_dir)
     budget, dataset, puzzles = config.max_completion_length, config.puzzles.describe(), warm.puzzles
     name = display_name(config.algorithm)
@@ -611,31 +563,30 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     budgets = describe_schedule(schedule) if schedule else str(budget)
     print_header(f"{name} at {budgets} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
             f"{config.num_generations} samples -> {run_dir}")
-    trained = grpo_train(
-        warm.sft_dir, run_dir, puzzles["rl"], algorithm=config.algorithm, max_completion_length=budget,
-        budget_schedule=schedule,
-        steps=config.grpo_steps, prompts_per_step=config.prompts_per_step, num_generations=config.num_generations,
-        learning_rate=config.grpo_learning_rate, temperature=config.temperature, beta=config.beta,
-        save_steps=config.save_steps, eval_puzzles=puzzles["eval"][: config.in_training_eval],
-        eval_steps=config.eval_steps, seed=config.seed, resume=config.resume,
-        mask_truncated_completions=config.mask_truncated_completions, skip_zero_advantage=config.skip_zero_advantage,
-        run_info={"dataset": dataset, "data": {"sft": len(puzzles["sft"]), "rl": len(puzzles["rl"]),
-                                               "eval": len(puzzles["eval"])}, **(run_info or {})},
-        show_progress=not config.quick,
-    )
-    if trained["resumed_from"]:
-        print(f"resumed from {trained['resumed_from']}")
-    elif config.resume:
-        print(f"no checkpoint in {run_dir}: trained from the start")
-    print_header(f"evaluation after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
-    [trained["result"]] = evaluate_stage(
-        trained["model"], trained["tokenizer"], puzzles["eval"], budgets=[budget], out_dir=run_dir / FINAL_EVAL_DIR,
-        meta={"model": str(run_dir), "dataset": dataset, "stage": "final", "algorithm": config.algorithm},
-        batch_size=config.eval_batch_size, show_progress=not config.quick,
-    )
-    shutil.copytree(Path(config.output_dir) / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
-    trained["trainer"].create_model_card(dataset_name=dataset)
-    set_status(run_dir, "finished", step=trained["global_step"])
+    recipe = rl_recipe(config, warm.sft_dir, run_dir, num_eval=len(puzzles["eval"]))
+    trained: dict[str, Any] = {}
+
+    def final_evaluation(run, rows):
+        """The demo's own evaluation (same puzzles and settings as the zero-shot one), before the model card."""
+        trained.update(model=run.model, tokenizer=run.trainer.processing_class, resumed_from=run.resumed_from,
+                       global_step=run.global_step, trainer=run.trainer)
+        if run.resumed_from:
+            print(f"resumed from {run.resumed_from}")
+        elif config.resume:
+            print(f"no checkpoint in {run_dir}: trained from the start")
+        print_header(f"evaluation after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
+        [trained["result"]] = evaluate_stage(
+            run.model, run.trainer.processing_class, puzzles["eval"], budgets=[budget],
+            out_dir=run_dir / FINAL_EVAL_DIR,
+            meta={"model": str(run_dir), "dataset": dataset, "stage": "final", "algorithm": config.algorithm},
+            batch_size=config.eval_batch_size, show_progress=not config.quick,
+        )
+        shutil.copytree(Path(config.output_dir) / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
+        return trained["result"]
+
+    # the final evaluation, then the model card (which shows it) and the status: run_recipe's last steps
+    train_rl(recipe, puzzles["rl"], puzzles["eval"], record=demo_record(warm.sft_dir, dataset, puzzles, run_info),
+             final_evaluation=final_evaluation, show_progress=not config.quick)
     return trained
 
 

@@ -7,5 +7,6 @@
 - :mod:`.model_card`: the run's ``README.md`` for the Hub.
 
 May import: :mod:`countdown_rl.files`, the task registry (:mod:`countdown_rl.tasks`), :mod:`countdown_rl.algorithms`,
-:mod:`countdown_rl.generation`, :mod:`countdown_rl.runs`. Never training, sweeps, the demo or a command.
+:mod:`countdown_rl.data`, :mod:`countdown_rl.generation`, :mod:`countdown_rl.runs`, :mod:`countdown_rl.models`.
+Never training, sweeps, the demo or a command.
 """

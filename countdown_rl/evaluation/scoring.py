@@ -240,9 +240,9 @@ def prompts_for(task: Task, rows: Sequence[Mapping[str, Any]], template: str | N
 
 
 def _load_tokenizer(name_or_path):
-    from transformers import AutoTokenizer
+    from countdown_rl.models.loading import load_tokenizer
 
-    return AutoTokenizer.from_pretrained(str(name_or_path))
+    return load_tokenizer(name_or_path)
 
 
 def evaluate_budgets(

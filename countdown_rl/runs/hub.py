@@ -9,14 +9,12 @@
 3. :func:`push_run` (``countdown-rl push RUN_DIR --hub_model_id owner/name``): uploads a finished run directory
    (model or adapter, tokenizer, ``README.md`` card, ``eval/``, ``zero_shot/``, ``run_info.json``,
    ``trainer_state.json``), not its checkpoints, merged copy or staging folder.
-4. Model sources (train and eval, before loading): :func:`is_local_path` tells a folder from a Hub id;
-   :func:`check_model_source`: a model path that exists must be a folder; a Hub id while offline must already be
-   in the Hub cache.
+
+Model sources (a folder or a Hub id, checked before loading) are :mod:`countdown_rl.models.source`'s.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from countdown_rl.runs.record import RUN_INFO
@@ -24,17 +22,6 @@ from countdown_rl.runs.record import RUN_INFO
 # Left out of a pushed run directory: resumable state and local copies (the Trainer's own push leaves them out too).
 IGNORE = ["checkpoint-*", "checkpoint-*/**", ".staging/**", "merged/**", "_*", "runs/**", "completions/**"]
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
-# Hub repo ids: "name" or "owner/name". Anything else (absolute, ./, ~, deeper paths) is meant as a local path.
-_HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
-
-
-def is_local_path(model: str) -> bool:
-    """Whether ``model`` names a local folder (existing, or spelled like a path rather than a Hub id).
-
-    >>> is_local_path("Qwen/Qwen2.5-3B"), is_local_path("./runs/x"), is_local_path("/abs"), is_local_path("a/b/c")
-    (False, True, True, True)
-    """
-    return Path(model).expanduser().exists() or not _HUB_MODEL_ID.fullmatch(model)
 
 
 def hub_offline() -> bool:
@@ -71,24 +58,6 @@ def check_hub_settings(*, push_to_hub: bool, hub_model_id: str | None, output_di
     if not (token or get_token()):
         raise ValueError(f"{key} {repo_id}: no Hub token (set HF_TOKEN or run `hf auth login`)")
     return repo_id
-
-
-def check_model_source(model: str, key: str) -> None:
-    """A model to load: an existing folder, or a Hub id that can be fetched (online, or already in the cache)."""
-    path = Path(model).expanduser()
-    if path.exists():
-        if not path.is_dir():
-            raise ValueError(f"{key} {model}: not a folder (a model folder or a Hub id like 'owner/name')")
-        return
-    if is_local_path(model):
-        raise ValueError(f"{key} {model}: no such folder (and it is not a Hub id like 'owner/name')")
-    if hub_offline():
-        from huggingface_hub import try_to_load_from_cache
-
-        if not any(isinstance(try_to_load_from_cache(model, name), str)
-                   for name in ("config.json", "adapter_config.json")):
-            raise ValueError(f"{key} {model}: not a local folder, not in the Hub cache, and the Hub is offline "
-                             "(HF_HUB_OFFLINE=1)")
 
 
 def failed_push_message(run_dir: str | Path, repo_id: str | None, err: BaseException) -> str:

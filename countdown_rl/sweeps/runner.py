@@ -170,7 +170,7 @@ def requeue_lines(run: str, job: str) -> list[str]:
         "code=$?",
         f"if [ \"$code\" -eq {EXIT_INTERRUPTED} ]; then",
         "  # interrupted with a checkpoint saved: back in the queue (the requeued job resumes), except after a scancel",
-        f"  if [ -z \"${{term:-}}\" ] || scontrol show job \"$SLURM_JOB_ID\" | grep -q 'Reason=TimeLimit'; then",
+        "  if [ -z \"${term:-}\" ] || scontrol show job \"$SLURM_JOB_ID\" | grep -q 'Reason=TimeLimit'; then",
         f"    scontrol requeue \"{job}\"",
         "  else",
         "    echo \"cancelled (SIGTERM before the time limit): not requeued; resubmit to go on\" >&2",

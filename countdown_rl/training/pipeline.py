@@ -1,4 +1,18 @@
-"""One training pipeline for every caller: ``countdown-rl train``, the demo, the benchmarks, sweeps and curricula.
+"""One training pipeline for every caller: ``countdown-rl train``, the demos, the benchmarks, sweeps and curricula.
+
+A recipe (TRL's three argument objects: :class:`~countdown_rl.training.recipe.ScriptArguments`,
+:class:`~countdown_rl.training.trainer.CountdownGRPOConfig`, TRL's ``ModelConfig``) runs end to end in
+:func:`run_recipe`, after :func:`plan_recipe` checked it:
+
+1. :func:`plan_recipe` (nothing loaded): the recipe's keys (:func:`~countdown_rl.training.recipe.check_recipe`),
+   vLLM's mode, the launch's engine, the Hub settings, the output directory (claimed, never reused silently) and
+   the checkpoint to resume from (:func:`countdown_rl.runs.reliability.prepare_run`).
+2. :func:`run_recipe`: seed; load, validate, dedupe and split the data (:mod:`countdown_rl.data`); check the model
+   source; every error so far is a one-line :class:`RecipeError`, before the model loads. Then the GGUF conversion
+   (once), the tokenizer and model (:mod:`countdown_rl.models.loading`), :func:`train_grpo`, the final evaluation on
+   the held-out rows, the model card, the Hub push, the adapter merge (``merge_adapter``) and the run's status.
+
+``countdown-rl train`` is argv parsing over these two; the demos build the same three objects and call them.
 
 :func:`train_grpo` takes a model, a tokenizer, a :class:`~countdown_rl.training.trainer.CountdownGRPOConfig`,
 the task and its prepared datasets, and:
@@ -13,27 +27,28 @@ the task and its prepared datasets, and:
 4. saves the model (with ``use_peft``, the adapter), the tokenizer and ``trainer_state.json`` (the log history
    that ``countdown-rl report`` plots), unless training stopped early.
 
-What comes after (final evaluation, card, Hub push, adapter merge) stays with the caller, which knows what it
-wants of them.
+What comes after (final evaluation, card, Hub push, adapter merge) is :func:`run_recipe`'s.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from countdown_rl.runs.engine import Engine, describe_engine, same_engine
+from countdown_rl.runs.engine import Engine, check_launch, describe_engine, same_engine
 from countdown_rl.runs.record import RunRecord, write_run_record
 
 if TYPE_CHECKING:
     from countdown_rl.runs.reliability import RunPlan
     from countdown_rl.tasks.base import Task
+    from countdown_rl.training.recipe import ScriptArguments
     from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 
-__all__ = ["TrainedRun", "TrainerSetupError", "merge_saved_adapter", "progress_callback", "train_grpo"]
+__all__ = ["RecipeError", "RecipePlan", "RecipeRun", "TrainedRun", "TrainerSetupError", "plan_recipe",
+           "progress_callback", "run_recipe", "train_grpo"]
 logger = logging.getLogger(__name__)
 
 
@@ -186,16 +201,163 @@ def train_grpo(
     return TrainedRun(trainer, resume_from_checkpoint, trainer.state.global_step)
 
 
-def merge_saved_adapter(output_dir: str, base_model: str, **load_kwargs: Any) -> Path:
-    """Fold the LoRA adapter saved in ``output_dir`` into a fresh copy of ``base_model`` and save the full model and
-    the tokenizer to ``<output_dir>/merged`` (one process; the trainer's own model, sharded or not, is untouched).
-    ``load_kwargs`` go to ``from_pretrained`` (dtype, revision, trust_remote_code)."""
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+class RecipeError(ValueError):
+    """A recipe that cannot run as it is, found before the model loads or while the trainer is built (a bad data
+    file or row, a model that cannot be found, a LoRA target matching no layer): one line, nothing trained."""
 
-    base = AutoModelForCausalLM.from_pretrained(base_model, **load_kwargs)
-    merged = PeftModel.from_pretrained(base, output_dir).merge_and_unload()
-    target = Path(output_dir) / "merged"
-    merged.save_pretrained(target)
-    AutoTokenizer.from_pretrained(output_dir).save_pretrained(target)
-    return target
+
+@dataclass
+class RecipePlan:
+    """What :func:`plan_recipe` settled before anything loads."""
+
+    task: Task
+    engine: Engine  # the distributed engine the launch asked for (countdown_rl.runs.engine)
+    run: RunPlan  # the output directory claimed and the checkpoint to resume from
+
+
+@dataclass
+class RecipeRun:
+    """What :func:`run_recipe` leaves: the trained run, the final evaluation (or None) and a failed push's line."""
+
+    trained: TrainedRun
+    final: Any = None
+    push_error: str | None = None
+
+    @property
+    def trainer(self) -> CountdownGRPOTrainer:
+        return self.trained.trainer
+
+    @property
+    def stopped(self) -> int | None:
+        """The exit code when training stopped early (interrupted, non-finite), else None."""
+        return self.trained.stopped
+
+
+def plan_recipe(script_args: ScriptArguments, training_args: CountdownGRPOConfig, model_args: Any) -> RecipePlan:
+    """Everything checked before anything loads (module docstring, 1); one-line ValueErrors."""
+    from countdown_rl.runs.reliability import prepare_run
+    from countdown_rl.training.recipe import check_recipe, check_vllm_mode
+
+    task = check_recipe(script_args, training_args, model_args)
+    check_vllm_mode(training_args)  # server mode needs CUDA (NCCL weight sync)
+    # The engine the launch asked for, or a refusal (N processes that are not one job, DeepSpeed on a CPU).
+    engine = check_launch(training_args.use_cpu)
+    # Hub settings, the output directory (claimed by this job, never reused silently), the checkpoint to resume.
+    return RecipePlan(task, engine, prepare_run(script_args, training_args, model_args))
+
+
+def run_recipe(
+    script_args: ScriptArguments,
+    training_args: CountdownGRPOConfig,
+    model_args: Any,
+    planned: RecipePlan | None = None,
+    *,
+    record: RunRecord | None = None,
+    final_evaluation: Callable[[TrainedRun, Any], Any] | None = None,
+    callbacks: Sequence[Any] = (),
+    quiet: bool = False,
+) -> RecipeRun:
+    """Run a recipe end to end (module docstring, 2) into ``training_args.output_dir``.
+
+    ``planned``: :func:`plan_recipe`'s result (default: planned here). ``record``: the run record's description
+    (default: the model as given, the dataset and its row counts). ``final_evaluation(trained, rows)`` replaces the
+    trainer's greedy evaluation of the first ``final_eval_size`` held-out rows (``rows``; it runs before the model
+    card, which shows what it wrote to ``<output_dir>/eval``). ``callbacks`` and ``quiet`` go to
+    :func:`train_grpo`. Raises :class:`RecipeError` (one line) for what is found before training starts; the
+    caller ends the process group and turns :attr:`RecipeRun.stopped` / ``push_error`` into exit codes.
+    """
+    from transformers import set_seed
+    from trl import get_peft_config
+
+    from countdown_rl.data.prepare import prepare_data
+    from countdown_rl.models.loading import load_recipe_model, merge_saved_adapter
+    from countdown_rl.models.source import check_model, resolve_model_source
+    from countdown_rl.runs.hub import failed_push_message
+    from countdown_rl.runs.record import set_status
+
+    planned = planned or plan_recipe(script_args, training_args, model_args)
+    task = planned.task
+    set_seed(training_args.seed)
+    logger.info("script %s", script_args)
+    logger.info("model %s", model_args)
+    try:  # missing columns, a bad row, no such file: one line naming the file (and row), before the model loads
+        train_ds, test_ds, info = prepare_data(script_args, task)
+        # a GGUF file or packaged model name, a model path that is no folder, or a Hub id while offline and not
+        # cached (models.source): one line before loading
+        check_model(model_args.model_name_or_path, "model_name_or_path")
+    except (ValueError, FileNotFoundError, ConnectionError) as err:  # ConnectionError: a Hub id, offline
+        raise RecipeError(str(err)) from None
+    logger.info("dataset %s", info)
+    source = resolve_model_source(model_args.model_name_or_path)  # a GGUF file: converted once, cached
+    model_args.model_name_or_path = source.path
+    if training_args.use_vllm and training_args.vllm_mode == "colocate":
+        from countdown_rl.generation.vllm_sync import check_cpu_engine_model
+
+        try:
+            check_cpu_engine_model(source.path)  # vLLM's CPU kernels: their attention head sizes
+        except ValueError as err:
+            raise RecipeError(str(err)) from None
+    check_config = None
+    if training_args.generation_backend == "compiled":  # pad/EOS ids and the static cache, before the weights load
+        from countdown_rl.generation.compiled import check_generation_lengths
+
+        def check_config(tokenizer, config):
+            try:
+                check_generation_lengths(tokenizer, config, training_args.generation_prompt_buckets,
+                                         training_args.max_completion_length)
+            except ValueError as err:
+                raise RecipeError(str(err)) from None
+    model, tokenizer = load_recipe_model(model_args, trust_remote_code=training_args.trust_remote_code,
+                                         check_config=check_config)
+    eval_subset = test_ds.select(range(min(script_args.eval_subset_size, len(test_ds))))
+    dataset = script_args.dataset_name or task.default_dataset
+    if record is None:
+        record = RunRecord(model=source.given, dataset=dataset, data=info.as_dict(), extra=source.record)
+    try:
+        trained = train_grpo(
+            model,
+            tokenizer,
+            training_args,
+            train_ds,
+            task=task,
+            record=record,
+            reward_funcs=script_args.reward_funcs,
+            eval_dataset=eval_subset if len(eval_subset) else None,
+            peft_config=get_peft_config(model_args),
+            resume_from_checkpoint=planned.run.checkpoint,
+            callbacks=callbacks,
+            quiet=quiet,
+            plan=planned.run,
+            non_finite=script_args.non_finite,
+            planned_engine=planned.engine,
+        )
+    except TrainerSetupError as err:  # e.g. lora_target_modules that match no layer: one line, nothing written
+        raise RecipeError(str(err)) from None
+    trainer = trained.trainer
+    if trained.stopped is not None:  # interrupted (checkpoint saved) or non-finite: one line said so
+        return RecipeRun(trained)
+
+    final = None
+    final_size = len(test_ds) if script_args.final_eval_size is None else script_args.final_eval_size
+    if final_size > 0:
+        rows = test_ds.select(range(min(final_size, len(test_ds))))
+        if final_evaluation is not None:
+            final = final_evaluation(trained, rows)
+        else:
+            final = trainer.evaluate_task(rows, final=True)
+            logger.info("final held-out accuracy %.2f%% on %d rows", 100 * final.accuracy, final.num_puzzles)
+    trainer.create_model_card(dataset_name=record.dataset)
+    push_error = None
+    if training_args.push_to_hub:
+        try:
+            trainer.push_to_hub(dataset_name=record.dataset)
+        except Exception as err:  # noqa: BLE001  (network, auth, quota): the run is on disk; say so, push later
+            push_error = failed_push_message(training_args.output_dir, training_args.hub_model_id, err)
+    # Last, from the saved adapter (under FSDP the trainer's weights are shards only a collective could gather).
+    # The merged model stays local (<output_dir>/merged; checkpoints are not pushed).
+    if script_args.merge_adapter and trainer.accelerator.is_main_process:
+        merge_saved_adapter(training_args.output_dir, model_args.model_name_or_path, dtype=model_args.dtype,
+                            revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code)
+    if trainer.accelerator.is_main_process:
+        set_status(training_args.output_dir, "finished", step=trainer.state.global_step, message=push_error)
+    return RecipeRun(trained, final, push_error)

@@ -5,7 +5,8 @@
    (TRL's ``GRPOConfig`` and our algorithm keys) and TRL's ``ModelConfig``. Every flag is ``--snake_case`` with a
    hyphenated alias, as ``HfArgumentParser`` makes them.
 2. :func:`parse_args` is strict: an unknown key in the file or on the command line is an error naming where it
-   came from (the file, or the command line).
+   came from (the file, or the command line). :func:`recipe_from_keys` makes the same three objects from a flat
+   mapping of keys (what a recipe file holds), for callers that build a recipe in code (the demos).
 3. :func:`check_recipe` checks everything that can be wrong in a parsed recipe (task, options, template, reward
    names, batch arithmetic, LoRA, vLLM) before any model or dataset is loaded. Errors are one-line ``ValueError``.
 
@@ -14,14 +15,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from countdown_rl.data.arguments import DataArguments
 from countdown_rl.runs.reliability import ReliabilityArguments
-from countdown_rl.training.data import DataArguments
 
-__all__ = ["ScriptArguments", "check_recipe", "check_vllm_mode", "parse_args", "recipe_keys", "recipe_parser"]
+__all__ = ["ScriptArguments", "check_recipe", "check_vllm_mode", "parse_args", "recipe_from_keys", "recipe_keys",
+           "recipe_parser"]
 
 
 @dataclass
@@ -166,10 +171,27 @@ def recipe_keys() -> set[str]:
     >>> {"learning_rate", "task", "use_peft", "resume"} <= recipe_keys()
     True
     """
-    import dataclasses
-
     from trl import ModelConfig
 
     from countdown_rl.training.trainer import CountdownGRPOConfig
 
     return {f.name for cls in (ScriptArguments, CountdownGRPOConfig, ModelConfig) for f in dataclasses.fields(cls)}
+
+
+def recipe_from_keys(keys: Mapping[str, Any]):
+    """``(script_args, training_args, model_args)`` from a flat mapping of recipe keys, as a recipe file holds them
+    (each key goes to every argument class that has it, as ``TrlParser`` does); an unknown key is an error.
+
+    >>> script, training, model = recipe_from_keys({"task": "countdown", "output_dir": "out", "learning_rate": 0.5})
+    >>> script.task, training.learning_rate, model.model_name_or_path
+    ('countdown', 0.5, None)
+    """
+    from trl import ModelConfig
+
+    from countdown_rl.training.trainer import CountdownGRPOConfig
+
+    unknown = sorted(set(keys) - recipe_keys())
+    if unknown:
+        raise ValueError(f"unknown recipe key(s) {', '.join(unknown)}")
+    return tuple(cls(**{f.name: keys[f.name] for f in dataclasses.fields(cls) if f.init and f.name in keys})
+                 for cls in (ScriptArguments, CountdownGRPOConfig, ModelConfig))

@@ -72,14 +72,16 @@ def sft_trainer(
     """TRL's ``SFTTrainer`` for the model in ``base_dir`` on ``examples`` (:func:`sft_examples`, loss on the
     completion only), ``steps`` steps, its own printing off and ``callbacks`` added; not yet trained."""
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+    from transformers import set_seed
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from trl import SFTConfig, SFTTrainer
+
+    from countdown_rl.models.loading import load_causal_lm, load_tokenizer
 
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps}")
     out = Path(out_dir)
-    tokenizer = AutoTokenizer.from_pretrained(str(base_dir))
+    tokenizer = load_tokenizer(base_dir)
     rows = sft_examples(examples, tokenizer.eos_token)
     set_seed(seed)
     args = SFTConfig(
@@ -105,7 +107,7 @@ def sft_trainer(
         disable_tqdm=True,
     )
     trainer = SFTTrainer(
-        model=AutoModelForCausalLM.from_pretrained(str(base_dir)),
+        model=load_causal_lm(base_dir),
         args=args,
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,

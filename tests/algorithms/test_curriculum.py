@@ -34,7 +34,9 @@ import torch
 from countdown_rl.algorithms.curriculum import budget_at, data_order_indices, parse_budget_schedule, staged_order
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.puzzles import SEARCH_LIMIT, generate_countdown, search_effort
-from countdown_rl.training.data import DataArguments, prepare_dataset, write_jsonl
+from countdown_rl.data.arguments import DataArguments
+from countdown_rl.data.jsonl import write_jsonl
+from countdown_rl.data.prepare import prepare_dataset
 from countdown_rl.training.trainer import CountdownGRPOConfig
 from tests.helpers.budgets import SCHEDULED, check_budgets, recording_reward
 from tests.helpers.trainers import logged, puzzle_rows, tiny_trainer

@@ -123,7 +123,7 @@ def test_a_bad_cache_length_stops_train_before_the_model_loads(tiny_model_dir, t
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
     from countdown_rl.commands.train import main
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.training.data import write_jsonl
+    from countdown_rl.data.jsonl import write_jsonl
 
     write_jsonl(generate_countdown(32, seed=0), tmp_path / "p.jsonl")
     code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
@@ -415,7 +415,8 @@ def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
     import subprocess
     import sys
 
-    from tests.helpers.train_runs import ROOT, SMOKE, free_port
+    from tests.helpers.env import ROOT
+    from tests.helpers.train_runs import SMOKE, free_port
 
     out = tmp_path / "out"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",

@@ -14,7 +14,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from countdown_rl.tasks import get_task  # noqa: E402
-from countdown_rl.training.data import prepare_dataset  # noqa: E402
+from countdown_rl.data.prepare import prepare_dataset  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
 from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
 

@@ -1,5 +1,5 @@
-"""``countdown-rl train`` runs on the CPU smoke recipes, shared by the training tests: a dense toy reward, a run
-that crashes in step 3 and is resumed, and the checks that the resume was bit-exact.
+"""``countdown-rl train`` runs for tests: the smoke recipes, a toy dense reward that can crash a run mid-training,
+an uninterrupted run beside a crashed-then-resumed one, and the checks that they end bit-identical.
 
 A random tiny model scores 0 on the Countdown reward, so every advantage and gradient is zero and its weights never
 move: these runs add a dense toy reward to the registry (``toy_dense``) so that resuming is tested on weights that
@@ -20,8 +20,8 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.guard import LOCK_FILE
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
+from tests.helpers.env import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
 LOGGED_PER_STEP = ("loss", "grad_norm", "learning_rate", "reward", "reward_std", "entropy", "num_tokens")

@@ -15,7 +15,9 @@ import pytest
 
 from countdown_rl.tasks import TASKS, Outcome, get_task
 from countdown_rl.tasks.base import Task
-from countdown_rl.training.data import load_rows, prepare_dataset, write_jsonl
+from countdown_rl.data.jsonl import write_jsonl
+from countdown_rl.data.loading import load_rows
+from countdown_rl.data.prepare import prepare_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
 
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.format_copy import FormatCopyTask

@@ -73,7 +73,7 @@ def test_a_null_answer_reaches_row_problem():
 
 
 def test_the_data_loader_reads_the_source_layout(tmp_path):
-    from countdown_rl.training.data import load_rows
+    from countdown_rl.data.loading import load_rows
 
     path = tmp_path / "gsm8k.jsonl"
     rows = [REAL_ROW, {"question": "Q2?", "answer": "1+1 = <<1+1=2>>2\n#### 2"}]

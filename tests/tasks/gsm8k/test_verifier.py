@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from countdown_rl.tasks.base import Outcome, Verdict
-from countdown_rl.tasks.extraction import MAX_BOXED_SCAN
 from countdown_rl.tasks.gsm8k import GSM8KTask
 from countdown_rl.tasks.gsm8k.rewards import gsm8k_reward
 from countdown_rl.tasks.gsm8k.verifier import (

