@@ -9,7 +9,7 @@ Heavy imports (torch, trl, transformers) happen inside functions, so ``--help`` 
 * ``build_trainer``: ``CountdownGRPOTrainer`` for ``ours`` or stock ``trl.GRPOTrainer`` for ``stock``, with the
   stock equivalent of the algorithm (``STOCK_EQUIVALENT``) and otherwise identical arguments.
 * ``CASES`` and ``build_scratch`` / ``run`` / ``snapshot`` / ``problems``: the bad invocations (one error line,
-  nothing touched) that ``tests/test_bad_invocations.py`` asserts and ``reliability.py`` measures.
+  nothing touched) that ``tests/commands/test_bad_invocations.py`` asserts and ``reliability.py`` measures.
 * ``StepTimer``: a ``TrainerCallback`` timing each optimizer step (``on_step_begin`` -> ``on_step_end``), plus
   per-phase totals from wrappers put on the trainer instance (``instrument``); TRL's logging, which runs just
   after ``on_step_end``, is timed as its own phase.
@@ -230,7 +230,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Bad invocations: the cases of tests/test_bad_invocations.py, also measured by reliability.py
+# Bad invocations: the cases of tests/commands/test_bad_invocations.py, also measured by reliability.py
 # ----------------------------------------------------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository

@@ -12,7 +12,7 @@ Usage: python benchmarks/reliability.py [--out reliability.json] [--skip-invocat
 3. Corrupted checkpoints: SIGKILL while checkpoint-4 is written (``save_total_limit: 1``), and a finished run whose
    newest checkpoint lost a file or had one truncated. Recovered = the resume skipped the damage, used the
    previous complete checkpoint and ended bit-identical to the baseline.
-4. Bad invocations: the 33 cases of ``tests/test_bad_invocations.py`` (one error line, the last on stderr, no
+4. Bad invocations: the 33 cases of ``tests/commands/test_bad_invocations.py`` (one error line, the last on stderr, no
    traceback, nothing written).
 """
 

@@ -7,14 +7,13 @@ resolution, ``_validate_launch_command``, which is what turns the file into laun
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml
 from accelerate.commands.config.config_args import ClusterConfig, load_config_from_file
 from accelerate.utils import ComputeEnvironment, DistributedType
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.env import ROOT
 CONFIG_DIR = ROOT / "accelerate_configs"
 EXPECTED = {
     "single_gpu": "NO",

@@ -11,17 +11,13 @@
 
 import json
 import math
-import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-# The gpu_profile.py table contract (readers of RESULTS and of --out JSON rely on these names).
+from tests.helpers.env import ROOT, offline_env
 GPU_PROFILE_COLUMNS = [
     "mode", "trainer", "G", "budget", "completions", "status", "step s", "gen s", "reward s", "other scoring s",
     "train s", "gen tok/s", "trained tok", "train TFLOP", "MFU %", "peak mem GiB", "ours/stock",
@@ -29,7 +25,7 @@ GPU_PROFILE_COLUMNS = [
 
 
 def _run(script: str, *args: str, timeout: int = 150) -> str:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env = offline_env()
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, (
@@ -203,7 +199,7 @@ def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
     assert "SFT warm-up: reusing" in copied and "steps on search traces" not in copied
     assert (moved / "sft" / "model.safetensors").read_bytes() == (out / "sft" / "model.safetensors").read_bytes()
     assert sorted(r["part"] for r in json.loads((moved / "budget_curriculum.json").read_text())["runs"]) == ["b", "b"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env = offline_env()
     refused = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "budget_curriculum.py"), "--output-dir",
                               str(tmp_path / "other"), "--sft-from", str(out)], env=env, capture_output=True, text=True)
     assert refused.returncode == 2 and "--sft-from" in refused.stderr and "run_info.json" in refused.stderr

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "countdown_rl"
+from tests.helpers.env import ROOT
+
+PACKAGE = ROOT / "countdown_rl"
 
 # The first part of a module's name under countdown_rl -> its layer. A module may import its own unit and lower
 # layers only. The top-level modules: files (shared helpers), cli and the package itself (the entry points), and

@@ -6,13 +6,14 @@ Checked with `pip install --dry-run "trl[vllm]==1.16.0" "torch==2.13.*" "transfo
 """
 
 from importlib.metadata import version
-from pathlib import Path
 
 import pytest
 
+from tests.helpers.env import ROOT
+
 tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
-PYPROJECT = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
 def test_fast_moving_dependencies_are_pinned_compatibly_with_the_vllm_extra():

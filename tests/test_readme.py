@@ -3,9 +3,8 @@
 import re
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.env import ROOT
 
 
 def _bash_blocks(text):

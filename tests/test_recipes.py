@@ -18,7 +18,7 @@ import pytest
 
 from countdown_rl.training.recipe import check_recipe, parse_args
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.env import ROOT
 RECIPES = sorted((ROOT / "recipes").rglob("*.yaml"))
 QWEN_DIR = ROOT / "recipes" / "countdown" / "qwen3-1.7b"
 QWEN = sorted(QWEN_DIR.glob("*.yaml"))
@@ -68,7 +68,7 @@ def ids(paths):
     return [str(p.relative_to(ROOT / "recipes")) for p in paths]
 
 
-# Folders whose recipes tests/test_task_recipes.py checks against their seeds.
+# Folders whose recipes tests/tasks/<task>/test_recipes.py check against their seeds.
 TASK_RECIPE_DIRS = ["gsm8k/qwen2.5-1.5b-instruct", "math/qwen2.5-math-1.5b", "math/qwen2.5-1.5b", "format_copy"]
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.env import ROOT, offline_env
 SCRIPT = ROOT / "scripts" / "local_slurm.sh"
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 FORMAT_COPY = ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml"
@@ -47,10 +47,8 @@ class Cluster:
     """The local cluster's clients, and the jobs this session submitted (cancelled at the end)."""
 
     def __init__(self, conf: Path):
-        self.env = {**os.environ, "SLURM_CONF": str(conf), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
-                    "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HF_HUB_OFFLINE": "1",
-                    "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false",
-                    "PYTHONUNBUFFERED": "1"}
+        self.env = offline_env(SLURM_CONF=str(conf), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+                               PYTHONUNBUFFERED="1")
         self.jobs: list[str] = []
 
     def run(self, *command: str, check: bool = True, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:

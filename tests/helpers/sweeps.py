@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.env import ROOT, offline_env
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-       "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+ENV = offline_env()
 
 
 def base_recipe(tmp: Path, model_dir, puzzles, **overrides) -> Path:

@@ -21,7 +21,9 @@ import inspect
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "countdown_rl"
+from tests.helpers.env import ROOT
+
+PACKAGE = ROOT / "countdown_rl"
 SEAM = "countdown_rl/training/"
 
 # "module:Class" of every TRL / transformers class whose private members the package may touch

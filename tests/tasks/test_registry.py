@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,7 @@ from countdown_rl.data.jsonl import write_jsonl
 from countdown_rl.data.loading import load_rows
 from countdown_rl.data.prepare import prepare_dataset
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.env import ROOT
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 NAMES = sorted(TASKS)
 

@@ -31,7 +31,7 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.env import ROOT, offline_env
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
 ERROR = "countdown-rl train: error: "
@@ -39,8 +39,7 @@ ERROR = "countdown-rl train: error: "
 
 def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> SimpleNamespace:
     """``countdown-rl train`` on the smoke recipe in a subprocess, with ``fault`` injected (fault_run.py)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = offline_env()
     command = [sys.executable, str(FAULT_RUN), fault, "--", "--config", str(SMOKE), "--model_name_or_path",
                str(model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out), "--final_eval_size", "4",
                *overrides]
@@ -116,15 +115,14 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
 @pytest.mark.slow
 def test_two_processes_stop_at_the_same_step_when_one_gets_the_signal(tiny_model_dir, puzzles, tmp_path):
     """``accelerate launch --multi_gpu --num_processes 2`` on the CPU (gloo); SIGTERM reaches rank 0 only.
-    (Their resume: tests/test_distributed.py.)"""
+    (Their resume: tests/runs/test_engine.py.)"""
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = offline_env()
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
                str(port), str(FAULT_RUN), "signal:generation:3:TERM", "--", "--config", str(SMOKE),

@@ -9,7 +9,6 @@ Skipped, with the reason, where vllm is not installed.
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,14 +22,13 @@ from tests.helpers.vllm_tiny import (  # noqa: F401  (restore_launch_env: a fixt
     vllm_greedy,
     vllm_greedy_logprobs,
 )
+from tests.helpers.env import ROOT
 from tests.helpers.trainers import puzzle_rows, tiny_trainer
 
 pytestmark = [*NEEDS_VLLM, pytest.mark.usefixtures("restore_launch_env")]
 
 VLLM_RUN = dict(max_steps=3, learning_rate=1e-2, use_vllm=True, vllm_mode="colocate")
 
-ROOT = Path(__file__).resolve().parents[2]
-# bf16 engine vs fp32 transformers, log-probs of the same tokens: 0.002-0.005 measured after every sync here; a stale
 # engine (weights not synced) is off by more than 0.1 (test_reload_into_the_cpu_engine_matches_transformers)
 LOGPROB_TOLERANCE = 0.02
 PROMPTS = ["Numbers 1 2, target 3:", "Numbers 5 6, target 11:", "<|im_start|>user\nUsing the numbers [3, 5, 7]"]

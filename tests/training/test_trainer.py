@@ -16,7 +16,7 @@ from countdown_rl.tasks import get_task
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 from tests.helpers.trainers import char_diversity_reward, puzzle_rows, tiny_trainer
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.env import ROOT
 
 
 def even_token_reward(completions, completion_ids, **kwargs):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.helpers.recipes import ROOT, parse
+from tests.helpers.env import ROOT
+from tests.helpers.recipes import parse
 
 FORMAT_COPY = ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.recipes import ROOT, parse
+from tests.helpers.env import ROOT
+from tests.helpers.recipes import parse
 
 GSM8K = ROOT / "recipes" / "gsm8k" / "qwen2.5-1.5b-instruct" / "grpo_24gb.yaml"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.helpers.recipes import ROOT, parse
+from tests.helpers.env import ROOT
+from tests.helpers.recipes import parse
 
 MATH_003 = ROOT / "recipes" / "math" / "qwen2.5-math-1.5b"
 MATH_002 = ROOT / "recipes" / "math" / "qwen2.5-1.5b"

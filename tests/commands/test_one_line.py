@@ -17,13 +17,12 @@ import argparse
 import re
 from functools import cache
 from importlib import import_module
-from pathlib import Path
 
 import pytest
 
 from countdown_rl.cli import COMMANDS
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.env import ROOT
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 
 

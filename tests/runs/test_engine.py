@@ -1,14 +1,11 @@
-"""Sharded and multi-process runs: the engine asked for runs or is refused, one job per output directory.
+"""The distributed engine (``countdown_rl.runs.engine``): the engine asked for runs or is refused.
 
-1. The launch check (``countdown_rl.runs.engine``): what the launcher's environment asks for against what would
-   run, as a table; the engine's one-line summary.
-2. The output directory's lock (``countdown_rl.runs.guard``): a second job is refused while the first lives, a dead
-   owner never blocks; two ``countdown-rl train`` released by one barrier: exactly one runs.
-3. Sharded evaluation: contiguous shards padded to one length count every row once.
-4. Real launches on the CPU (slow tier): FSDP2 over two gloo processes through the shipped
+1. The launch check: what the launcher's environment asks for against what would run, as a table; the engine's
+   one-line summary.
+2. Real launches on the CPU (slow tier): FSDP2 over two gloo processes through the shipped
    ``accelerate_configs/fsdp.yaml`` trains, evaluates in training and at the end (7 rows over 2 processes), saves
    a full checkpoint, stops on a signal and resumes bit-exactly; its weights equal DDP's on the same launch (DDP's
-   equal one process's at the same global batch: tests/test_trainer_training.py); the final ``eval/`` equals a
+   equal one process's at the same global batch: tests/training/test_trainer.py); the final ``eval/`` equals a
    one-process ``countdown-rl eval`` of the saved model on the same rows. LoRA under FSDP2. DDP's stop and resume.
    Launches that would run something else are refused in one line with no model written.
 
@@ -20,10 +17,6 @@ launcher would hand over, through ours.
 from __future__ import annotations
 
 import json
-import multiprocessing
-import os
-import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -32,22 +25,14 @@ import pytest
 import torch
 
 from countdown_rl.runs.engine import Engine, LaunchError, check_launch
-from countdown_rl.runs.guard import LOCK_FILE, OutputDirError, claim_output_dir, release_output_dir
-from countdown_rl.training.trainer import padded_shard
+from tests.helpers.env import ROOT, offline_env
+from tests.helpers.train_runs import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
 FSDP = ROOT / "accelerate_configs" / "fsdp.yaml"
 FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-       "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
 ERROR = "countdown-rl train: error: "
-
-# ---------------------------------------------------------------------------------------------------------------
-# 1. The launch check
-# ---------------------------------------------------------------------------------------------------------------
-
 REFUSED = {
     # id: (use_cpu, launcher environment, words of the one line)
     "processes-that-would-each-train-alone": (False, {"WORLD_SIZE": "2", "LOCAL_RANK": "0"},
@@ -84,111 +69,10 @@ def test_the_planned_engine_names_what_runs(env, has_gpu, summary):
     assert isinstance(engine, Engine) and engine.summary() == summary
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# 2. One output directory, one job
-# ---------------------------------------------------------------------------------------------------------------
-
-HOLDER = """
-import sys, time
-from countdown_rl.runs.guard import claim_output_dir, confirm_claim
-claim_output_dir(sys.argv[1]); confirm_claim(sys.argv[1])
-print("held", flush=True)
-time.sleep(120)
-"""
-
-
-def test_a_live_owner_refuses_a_second_job_and_a_dead_one_does_not(tmp_path):
-    out = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], env=ENV, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(OutputDirError) as caught:
-            claim_output_dir(out)
-        message = str(caught.value)
-        assert f"output_dir {out}: in use by another job" in message and f"pid {holder.pid}" in message
-        holder.send_signal(signal.SIGKILL)  # a crash: no clean-up ran, the kernel released the lock
-        holder.wait(timeout=30)
-        claim_output_dir(out)
-        release_output_dir(out)
-    finally:
-        holder.kill()
-    assert (out / LOCK_FILE).is_file()  # the claim's file stays with the folder it was left in
-
-
-def test_a_refused_claim_leaves_a_new_folder_as_it_found_it(tmp_path):
-    out = tmp_path / "new"
-    claim_output_dir(out)
-    release_output_dir(out, refused=True)
-    assert not out.exists()
-
-
-def _train_at_the_barrier(barrier, argv, queue):
-    """One `countdown-rl train` in this process, started when both processes reach the barrier."""
-    import contextlib
-    import io
-
-    from countdown_rl.commands.train import main
-
-    err = io.StringIO()
-    barrier.wait(timeout=60)
-    with contextlib.redirect_stderr(err):
-        code = main(argv)
-    queue.put((code, [line for line in err.getvalue().splitlines() if line.startswith(ERROR)]))
-
-
-@pytest.mark.slow  # two trainings started together (one of them refused before loading)
-def test_two_jobs_started_at_the_same_instant_on_one_output_dir(tiny_model_dir, puzzles, tmp_path):
-    out = tmp_path / "run"
-    argv = ["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
-            "--output_dir", str(out), "--max_steps", "2", "--final_eval_size", "2"]
-    context = multiprocessing.get_context("spawn")
-    barrier, queue = context.Barrier(2), context.Queue()
-    jobs = [context.Process(target=_train_at_the_barrier, args=(barrier, argv, queue)) for _ in range(2)]
-    for job in jobs:
-        job.start()
-    results = sorted(queue.get(timeout=300) for _ in jobs)
-    for job in jobs:
-        job.join(timeout=60)
-    (ran, ran_errors), (refused, refused_errors) = results
-    assert ran == 0 and not ran_errors
-    assert refused == 2 and len(refused_errors) == 1 and "in use by another job" in refused_errors[0]
-    info = json.loads((out / "run_info.json").read_text())
-    assert info["status"]["state"] == "finished" and info["status"]["step"] == 2
-    assert (out / "model.safetensors").is_file() and (out / "eval" / "eval.json").is_file()
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# 3. Sharded evaluation
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("rows", [0, 1, 5, 7, 8])
-@pytest.mark.parametrize("shards", [1, 2, 3])
-def test_padded_shards_have_one_length_and_count_every_row_once(rows, shards):
-    data = list(range(rows))
-    parts = [padded_shard(data, shards, i, pad=True) for i in range(shards)]
-    assert len({len(part) for part, _ in parts}) == 1  # every rank runs the same batches
-    kept = [x for part, padding in parts for x in part[:len(part) - padding]]
-    assert kept == data  # in order, each once, after dropping the padding
-    assert [p for p, _ in (padded_shard(data, shards, i, pad=False) for i in range(shards))] == [
-        part[:len(part) - padding] for part, padding in parts]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# 4. Real launches on the CPU
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def launch(launcher: list[str], script: list[str], *train_args: str, timeout: int = 400):
     command = [sys.executable, "-m", "accelerate.commands.launch", *launcher, "--main_process_port", str(free_port()),
                *script, *train_args]
-    return subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command, cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=timeout)
 
 
 FSDP2_LAUNCH = ["--config_file", str(FSDP), "--num_processes", "2", "--mixed_precision", "no"]
@@ -270,7 +154,7 @@ def test_fsdp2_final_evaluation_equals_one_process_eval_of_the_saved_model(fsdp2
         [sys.executable, "-m", "countdown_rl.commands.evaluate", "--model", str(full), "--dataset_name", str(puzzles),
          "--test_size", "16", "--split_seed", "42", "--prompt_template", "r1_zero", "--num_puzzles", "7",
          "--max_tokens", "16", "--output_dir", str(out), "--no_progress"],
-        cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert completions(out) == completions(full / "eval")
 
@@ -314,7 +198,7 @@ def test_real_launches_that_would_run_something_else_are_refused(tiny_model_dir,
     assert not out.exists()
     # DeepSpeed (ZeRO-3) on the CPU, with the environment accelerate's DeepSpeed launcher hands to each process
     out = tmp_path / "zero3"
-    env = {**ENV, "ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": "3"}
+    env = offline_env(ACCELERATE_USE_DEEPSPEED="true", ACCELERATE_DEEPSPEED_ZERO_STAGE="3")
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
                 str(free_port()), "-m", "countdown_rl.commands.train"]
     done = subprocess.run([*torchrun, *args, "--output_dir", str(out)], cwd=ROOT, env=env, capture_output=True,
@@ -333,4 +217,3 @@ def _has_deepspeed() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("deepspeed") is not None
-

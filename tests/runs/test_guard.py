@@ -1,0 +1,89 @@
+"""The output directory's guard (``countdown_rl.runs.guard``): one job per folder, by an exclusive lock. A second
+job is refused while the first lives, a dead owner never blocks; two ``countdown-rl train`` released by one barrier:
+exactly one runs. The guard against reusing another run's folder: tests/training/test_reliability.py (section 4).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from countdown_rl.runs.guard import LOCK_FILE, OutputDirError, claim_output_dir, release_output_dir
+from tests.helpers.env import ROOT, offline_env
+
+SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
+ERROR = "countdown-rl train: error: "
+HOLDER = """
+import sys, time
+from countdown_rl.runs.guard import claim_output_dir, confirm_claim
+from tests.helpers.env import offline_env
+claim_output_dir(sys.argv[1]); confirm_claim(sys.argv[1])
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_live_owner_refuses_a_second_job_and_a_dead_one_does_not(tmp_path):
+    out = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], env=offline_env(), stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(OutputDirError) as caught:
+            claim_output_dir(out)
+        message = str(caught.value)
+        assert f"output_dir {out}: in use by another job" in message and f"pid {holder.pid}" in message
+        holder.send_signal(signal.SIGKILL)  # a crash: no clean-up ran, the kernel released the lock
+        holder.wait(timeout=30)
+        claim_output_dir(out)
+        release_output_dir(out)
+    finally:
+        holder.kill()
+    assert (out / LOCK_FILE).is_file()  # the claim's file stays with the folder it was left in
+
+
+def test_a_refused_claim_leaves_a_new_folder_as_it_found_it(tmp_path):
+    out = tmp_path / "new"
+    claim_output_dir(out)
+    release_output_dir(out, refused=True)
+    assert not out.exists()
+
+
+def _train_at_the_barrier(barrier, argv, queue):
+    """One `countdown-rl train` in this process, started when both processes reach the barrier."""
+    import contextlib
+    import io
+
+    from countdown_rl.commands.train import main
+
+    err = io.StringIO()
+    barrier.wait(timeout=60)
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    queue.put((code, [line for line in err.getvalue().splitlines() if line.startswith(ERROR)]))
+
+
+@pytest.mark.slow  # two trainings started together (one of them refused before loading)
+def test_two_jobs_started_at_the_same_instant_on_one_output_dir(tiny_model_dir, puzzles, tmp_path):
+    out = tmp_path / "run"
+    argv = ["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
+            "--output_dir", str(out), "--max_steps", "2", "--final_eval_size", "2"]
+    context = multiprocessing.get_context("spawn")
+    barrier, queue = context.Barrier(2), context.Queue()
+    jobs = [context.Process(target=_train_at_the_barrier, args=(barrier, argv, queue)) for _ in range(2)]
+    for job in jobs:
+        job.start()
+    results = sorted(queue.get(timeout=300) for _ in jobs)
+    for job in jobs:
+        job.join(timeout=60)
+    (ran, ran_errors), (refused, refused_errors) = results
+    assert ran == 0 and not ran_errors
+    assert refused == 2 and len(refused_errors) == 1 and "in use by another job" in refused_errors[0]
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["status"]["state"] == "finished" and info["status"]["step"] == 2
+    assert (out / "model.safetensors").is_file() and (out / "eval" / "eval.json").is_file()
