@@ -9,6 +9,10 @@
    written: :mod:`tests.helpers.trl_seam`) is touched under ``countdown_rl/training/`` only.
 5. No test module imports another test module (shared code goes to ``tests/helpers/`` or ``conftest.py``), and
    nothing under ``benchmarks/`` imports ``tests``.
+6. Tests mirror the package: the tests of ``countdown_rl/<sub>/<module>.py`` are ``tests/<sub>/test_<module>.py``
+   (or ``test_<module>_<aspect>.py``); a package's own ``__init__`` and a few cross-module topics have a named file
+   (:data:`TOPICS`); only the repository's other parts (recipes, configs, benchmarks, the README) are tested at the
+   top of ``tests/`` (:data:`REPOSITORY_TESTS`).
 
 Imports inside functions and under ``TYPE_CHECKING`` count: they run (or type-check) all the same.
 """
@@ -220,3 +224,38 @@ def test_no_benchmark_imports_the_tests():
              for path in sorted(benchmarks.rglob("*.py")) for name in sorted(python_imports(path))
              if name == "tests" or name.startswith("tests.")]
     assert not wrong, "a benchmark needs only the package and benchmarks/_common.py:\n" + "\n".join(wrong)
+
+
+# tests/<sub>/test_<topic>.py files that test no single module, and what they test instead
+TOPICS = {
+    "task": "a task package's own __init__ (its Task class and options)",
+    "registry": "countdown_rl/tasks/__init__ (the task registry)",
+    "recipes": "a task's recipes under recipes/<task>/ against their seeds",
+    "trl_pin": "every private TRL / transformers name that training/ touches",
+    "bad_invocations": "every command's bad input, as real subprocesses",
+}
+# tests/test_<name>.py: the repository's parts outside the package
+REPOSITORY_TESTS = {"layout", "readme", "packaging", "recipes", "accelerate_configs", "slurm", "studies", "benchmarks"}
+
+
+def test_tests_mirror_the_package():
+    tests = ROOT / "tests"
+    wrong = []
+    for path in sorted(tests.rglob("test_*.py")):
+        rel = path.relative_to(tests)
+        name = path.stem.removeprefix("test_")
+        if len(rel.parts) == 1:
+            if name not in REPOSITORY_TESTS:
+                wrong.append(f"tests/{rel}: a top-level test file is for the repository's parts "
+                             f"({sorted(REPOSITORY_TESTS)}); move it to tests/<subpackage>/test_<module>.py")
+            continue
+        folder = PACKAGE.joinpath(*rel.parts[:-1])
+        modules = {p.stem for p in folder.glob("*.py") if p.stem != "__init__"} | {
+            p.name for p in folder.iterdir() if (p / "__init__.py").is_file()} if folder.is_dir() else set()
+        if not folder.is_dir():
+            wrong.append(f"tests/{rel}: countdown_rl/{'/'.join(rel.parts[:-1])} does not exist")
+        elif name not in TOPICS and not any(name == m or name.startswith(f"{m}_") for m in modules):
+            wrong.append(f"tests/{rel}: no module {name.split('_')[0]!r}... in countdown_rl/{'/'.join(rel.parts[:-1])} "
+                         f"({sorted(modules)}); name it test_<module>[_<aspect>].py")
+    assert not wrong, "\n".join(wrong)
+
