@@ -131,3 +131,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+ERROR = "countdown-rl train: error: "
+
+
+def one_error(capsys) -> str:
+    """The one ``countdown-rl train: error:`` line on stderr (no traceback), without its prefix."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith(ERROR)]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0][len(ERROR):]
+
+
+def status(out: Path) -> dict:
+    """The run's status in ``run_info.json``."""
+    return json.loads((out / "run_info.json").read_text())["status"]
+

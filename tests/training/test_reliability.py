@@ -10,9 +10,7 @@
    checkpoint kept, nothing saved after it); ``non_finite: skip`` goes on and counts the skipped step.
 4. The output directory: another run's folder is refused before anything loads, naming the keys that differ;
    a resume must match the saved recipe except the keys that may change; ``overwrite_output_dir`` starts afresh.
-5. The Hub, cut at its client boundary (``huggingface_hub.HfApi.create_repo`` / ``upload_folder`` and the
-   client's ``constants``): settings checked before loading; a failed final push keeps the run and says how to push
-   it later; ``countdown-rl push RUN_DIR`` uploads a finished run without its checkpoints.
+The Hub around a run: tests/runs/test_hub.py.
 """
 
 from __future__ import annotations
@@ -30,11 +28,10 @@ import torch
 
 from countdown_rl.commands.train import main
 from countdown_rl.runs.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
-
 from tests.helpers.env import ROOT, offline_env
-SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
+from tests.helpers.train_runs import ERROR, SMOKE, assert_bit_identical, one_error, status, tensors
+
 FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
-ERROR = "countdown-rl train: error: "
 
 
 def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> SimpleNamespace:
@@ -48,20 +45,7 @@ def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> Sim
     return SimpleNamespace(code=done.returncode, stderr=done.stderr, ours=ours)
 
 
-def status(out: Path) -> dict:
-    return json.loads((out / "run_info.json").read_text())["status"]
 
-
-def weights(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    return load_file(str(path / "model.safetensors"))
-
-
-def assert_bit_identical(a: Path, b: Path) -> None:
-    ta, tb = weights(a), weights(b)
-    assert ta.keys() == tb.keys()
-    assert all(torch.equal(ta[k], tb[k]) for k in ta), "weights differ"
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +91,7 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
     resumed = fault_run("none", tiny_model_dir, puzzles, out, "--resume", "true")
     assert resumed.code == 0, resumed.stderr[-3000:]
     assert f"fault_run: {4 - step} steps generated" in resumed.stderr  # only the remaining steps ran
-    assert_bit_identical(uninterrupted, out)
+    assert_bit_identical(uninterrupted / "model.safetensors", out / "model.safetensors")
     assert status(out)["state"] == "finished"
     assert json.loads((out / "run_info.json").read_text())["resumed_from"] == str(out / f"checkpoint-{step}")
 
@@ -154,7 +138,7 @@ def test_a_kill_mid_save_keeps_the_previous_checkpoint_and_resume_uses_it(uninte
     resumed = fault_run("none", tiny_model_dir, puzzles, out, "--resume", "true", "--save_total_limit", "1")
     assert resumed.code == 0, resumed.stderr[-3000:]
     assert "fault_run: 2 steps generated" in resumed.stderr
-    assert_bit_identical(uninterrupted, out)
+    assert_bit_identical(uninterrupted / "model.safetensors", out / "model.safetensors")
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-4"] and not (out / STAGING).exists()
 
 
@@ -208,19 +192,14 @@ def test_non_finite_skip_goes_on_and_counts(tiny_model_dir, puzzles, tmp_path):
     logs = [h for h in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in h]
     assert [h["non_finite_skipped"] for h in logs] == [0, 0, 1, 1]
     # the skipped step changed no weight
-    assert all(torch.equal(a, weights(out / "checkpoint-3")[k]) for k, a in weights(out / "checkpoint-2").items())
+    assert all(torch.equal(a, tensors(out / "checkpoint-3" / "model.safetensors")[k])
+               for k, a in tensors(out / "checkpoint-2" / "model.safetensors").items())
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # 4. The output directory (errors before anything is loaded)
 # ---------------------------------------------------------------------------------------------------------------
 
-
-def one_error(capsys) -> str:
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith(ERROR)]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0][len(ERROR):]
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -298,103 +277,3 @@ def test_overwrite_starts_afresh(uninterrupted, tiny_model_dir, puzzles, tmp_pat
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]  # the old checkpoint-4 is gone
     info = json.loads((out / "run_info.json").read_text())
     assert info["recipe"]["max_steps"] == 2 and info["status"] == {"state": "finished", "step": 2, "message": None}
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# 5. The Hub (cut at the client boundary: no request leaves this machine)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def hub_online(monkeypatch, tmp_path):
-    """The Hub client believes it is online and has a token; its two write calls record instead of sending."""
-    from huggingface_hub import HfApi, constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
-    calls = SimpleNamespace(repos=[], uploads=[], fail_upload=None)
-
-    def create_repo(self, repo_id, **kwargs):
-        calls.repos.append(repo_id)
-        return SimpleNamespace(repo_id=repo_id)
-
-    def upload_folder(self, *, repo_id, folder_path, ignore_patterns=None, **kwargs):
-        if calls.fail_upload:
-            raise calls.fail_upload
-        from huggingface_hub.utils import filter_repo_objects
-
-        folder = Path(folder_path)
-        files = filter_repo_objects([p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()],
-                                    ignore_patterns=ignore_patterns)
-        calls.uploads.append((repo_id, folder, sorted(files)))
-        return SimpleNamespace(commit_url=f"https://huggingface.co/{repo_id}/commit/0")
-
-    monkeypatch.setattr(HfApi, "create_repo", create_repo)
-    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
-    return calls
-
-
-def test_hub_settings_are_checked_before_loading(tmp_path, capsys, no_loading, monkeypatch):
-    from huggingface_hub import constants
-
-    base = ["--config", str(SMOKE), "--output_dir", str(tmp_path / "out")]
-    assert main(base + ["--push_to_hub", "true", "--hub_model_id", "me/countdown"]) == 2  # HF_HUB_OFFLINE=1 here
-    assert "hub_model_id me/countdown: the Hub is offline" in one_error(capsys)
-    # a hub_model_id without push_to_hub is only named: offline is fine (a later check, the dataset, fails here)
-    assert main(base + ["--hub_model_id", "me/countdown", "--dataset_name", str(tmp_path / "none.jsonl")]) == 2
-    assert "none.jsonl" in one_error(capsys)
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
-    assert main(base + ["--push_to_hub", "true", "--hub_model_id", "me/countdown"]) == 2
-    assert "no Hub token" in one_error(capsys)
-    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
-    for bad in ("me/count/down", "me/bad name", "me/x--y"):
-        assert main(base + ["--push_to_hub", "true", "--hub_model_id", bad]) == 2
-        assert f"hub_model_id: {bad!r} is not a valid Hub repository id" in one_error(capsys)
-    assert not (tmp_path / "out").exists()
-
-
-def test_a_failed_final_push_keeps_the_run_and_says_how_to_push_later(tiny_model_dir, puzzles, tmp_path, capsys,
-                                                                      hub_online):
-    from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS
-
-    hub_online.fail_upload = ConnectionError("the Hub is unreachable")
-    out = tmp_path / "run"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(REWARD_FUNCS, "toy_dense", lambda completions, **kw: [len(set(str(c))) for c in completions])
-        code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
-                     str(puzzles), "--output_dir", str(out), "--final_eval_size", "4", "--reward_funcs", "toy_dense",
-                     "--max_steps", "2", "--push_to_hub", "true", "--hub_model_id", "me/countdown-tiny",
-                     "--hub_strategy", "end"])
-    assert code == 1
-    message = one_error(capsys)
-    assert "push to me/countdown-tiny failed (ConnectionError: the Hub is unreachable)" in message
-    assert f"countdown-rl push {out} --hub_model_id me/countdown-tiny" in message
-    for name in ("model.safetensors", "README.md", "eval/eval.json", "checkpoint-2", "tokenizer.json"):
-        assert (out / name).exists(), name
-    assert status(out)["state"] == "finished" and "push to me/countdown-tiny failed" in status(out)["message"]
-
-    # later: countdown-rl push, from the command dispatcher
-    from countdown_rl.cli import main as cli_main
-
-    hub_online.fail_upload = None
-    assert cli_main(["push", str(out), "--hub-model-id", "me/countdown-tiny"]) == 0
-    assert hub_online.repos[-1] == "me/countdown-tiny"
-    repo_id, folder, files = hub_online.uploads[-1]
-    assert repo_id == "me/countdown-tiny" and folder == out
-    assert {"model.safetensors", "README.md", "eval/eval.json", "run_info.json", "tokenizer.json"} <= set(files)
-    assert not [f for f in files if f.startswith(("checkpoint-", ".staging", "merged/"))]
-
-
-def test_push_command_errors_are_one_line(tmp_path, capsys):
-    from countdown_rl.commands.push import main as push_main
-
-    assert push_main([str(tmp_path / "nothing"), "--hub-model-id", "me/x"]) == 2
-    assert "no such run directory" in capsys.readouterr().err
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "run_info.json").write_text("{}")
-    (tmp_path / "run" / "model.safetensors").write_bytes(b"")
-    assert push_main([str(tmp_path / "run"), "--hub-model-id", "me/x"]) == 2  # HF_HUB_OFFLINE=1 here
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "offline" in err

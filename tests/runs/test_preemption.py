@@ -1,0 +1,71 @@
+"""Signals (``countdown_rl.runs.preemption``), in this process: the handlers, the flag and where a run stops.
+
+Real signals to a real training process, and the bit-exact resume after them: tests/training/test_reliability.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from types import SimpleNamespace
+
+from transformers import TrainerControl, TrainerState
+
+from countdown_rl.runs.preemption import SIGNALS, Preemption, PreemptionCallback
+
+
+def one_process_trainer(steps_per_generation: int = 2, num_iterations: int = 1) -> SimpleNamespace:
+    """What the callback reads of a trainer: its accelerator's process count and the generation cycle's length."""
+    return SimpleNamespace(accelerator=SimpleNamespace(num_processes=1),
+                           args=SimpleNamespace(steps_per_generation=steps_per_generation),
+                           num_iterations=num_iterations)
+
+
+def test_the_handlers_are_ours_while_inside_and_the_previous_ones_after():
+    before = {sig: signal.getsignal(sig) for sig in SIGNALS}
+    with Preemption() as preemption:
+        assert all(signal.getsignal(sig) == preemption._handle for sig in SIGNALS)
+    assert {sig: signal.getsignal(sig) for sig in SIGNALS} == before
+
+
+def test_the_first_signal_asks_to_stop_and_later_ones_are_ignored_in_one_line(capsys):
+    with Preemption(prog="countdown-rl train") as preemption:
+        assert not preemption.requested
+        os.kill(os.getpid(), signal.SIGUSR1)
+        preemption.saving = True
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert preemption.requested and preemption.signal_name == "SIGUSR1"
+    first, second = capsys.readouterr().err.splitlines()
+    assert first == ("countdown-rl train: received SIGUSR1: finishing the current step, then saving a checkpoint and "
+                     "stopping")
+    assert second.startswith("countdown-rl train: received SIGTERM: already stopping; the checkpoint is being written")
+
+
+def test_a_run_stops_only_at_the_end_of_a_generation_cycle():
+    micro_step = [1]
+    preemption = Preemption()
+    callback = PreemptionCallback(preemption, one_process_trainer(steps_per_generation=2, num_iterations=2),
+                                  micro_step=lambda: micro_step[0])
+    state, control = TrainerState(), TrainerControl()
+    preemption.received.append("SIGTERM")
+    for step, micro in ((1, 1), (2, 2), (3, 3)):  # a cycle is 2 x 2 = 4 micro-steps: no stop inside it
+        state.global_step, micro_step[0] = step, micro
+        callback.on_step_end(None, state, control)
+        assert not control.should_training_stop and callback.stopped_at is None
+    state.global_step, micro_step[0] = 4, 4
+    callback.on_step_end(None, state, control)
+    assert control.should_save and control.should_training_stop and callback.stopped_at == 4
+    assert preemption.saving
+    callback.on_save(None, state, control)
+    assert not preemption.saving  # the stop's own checkpoint is written
+
+
+def test_a_signal_during_a_scheduled_save_stops_after_that_checkpoint():
+    preemption = Preemption()
+    callback = PreemptionCallback(preemption, one_process_trainer(steps_per_generation=1), micro_step=lambda: 6)
+    state, control = TrainerState(global_step=6), TrainerControl()
+    callback.on_save(None, state, control)
+    assert not control.should_training_stop  # no signal yet
+    preemption.received.append("SIGINT")
+    callback.on_save(None, state, control)
+    assert control.should_training_stop and callback.stopped_at == 6 and not control.should_save
