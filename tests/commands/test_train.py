@@ -25,8 +25,6 @@ import concurrent.futures
 import importlib.util
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -36,13 +34,13 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.reliability import resolve_resume
 from countdown_rl.training.recipe import parse_args
-from tests.helpers.env import ROOT, offline_env
 from tests.helpers.train_runs import (
+    DDP_LAUNCH,
     SMOKE,
     SMOKE_LORA,
+    accelerate_launch,
     assert_bit_identical,
     check_resume,
-    free_port,
     resume_runs,
     tensors,
     train,
@@ -342,17 +340,10 @@ def test_push_to_hub_uploads_the_adapter_and_our_card(tiny_model_dir, puzzles, t
 
 @pytest.mark.slow
 def test_two_process_cpu_launch(tiny_model_dir, puzzles, tmp_path):
-    # `accelerate launch --cpu --num_processes 2` silently starts ONE process; --multi_gpu with use_cpu (gloo) works.
     out = tmp_path / "out"
-    env = offline_env()
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-        "--main_process_port", str(free_port()),
-        "-m", "countdown_rl.commands.train", "--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir),
-        "--dataset_name", str(puzzles), "--output_dir", str(out), "--final_eval_size", "8",
-    ]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    result = accelerate_launch(DDP_LAUNCH, ["-m", "countdown_rl.commands.train"], "--config", str(SMOKE),
+                               "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
+                               "--output_dir", str(out), "--final_eval_size", "8", timeout=600)
     logs = result.stdout + result.stderr
     assert result.returncode == 0, logs[-5000:]
 

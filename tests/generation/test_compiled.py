@@ -411,23 +411,13 @@ def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_m
 
 @pytest.mark.slow
 def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
-    import subprocess
-    import sys
-
-    from tests.helpers.env import ROOT, offline_env
-    from tests.helpers.train_runs import SMOKE, free_port
+    from tests.helpers.train_runs import DDP_LAUNCH, SMOKE, accelerate_launch
 
     out = tmp_path / "out"
-    env = offline_env()
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-        "--main_process_port", str(free_port()),
-        "-m", "countdown_rl.commands.train", "--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir),
-        "--dataset_name", str(puzzles), "--output_dir", str(out), "--final_eval_size", "8",
-        "--generation_backend", "compiled",
-    ]
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    result = accelerate_launch(DDP_LAUNCH, ["-m", "countdown_rl.commands.train"], "--config", str(SMOKE),
+                               "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
+                               "--output_dir", str(out), "--final_eval_size", "8", "--generation_backend", "compiled",
+                               timeout=600)
     logs = result.stdout + result.stderr
     assert result.returncode == 0, logs[-5000:]
     # Each process compiles one graph (8 sequences per rank in training and in the final evaluation alike).

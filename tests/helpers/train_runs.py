@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 import socket
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,7 +22,7 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.guard import LOCK_FILE
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
-from tests.helpers.env import ROOT
+from tests.helpers.env import ROOT, offline_env
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
@@ -147,4 +149,17 @@ def one_error(capsys) -> str:
 def status(out: Path) -> dict:
     """The run's status in ``run_info.json``."""
     return json.loads((out / "run_info.json").read_text())["status"]
+
+
+# Two gloo processes on the CPU: `accelerate launch --cpu --num_processes 2` silently starts ONE process;
+# --multi_gpu with the recipe's use_cpu (gloo) starts two.
+DDP_LAUNCH = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+              "--dynamo_backend", "no"]
+
+
+def accelerate_launch(launcher: list[str], script: list[str], *train_args: str, timeout: int = 400):
+    """``accelerate launch <launcher> <script> <train_args>`` as a process on a free port, offline; its result."""
+    command = [sys.executable, "-m", "accelerate.commands.launch", *launcher, "--main_process_port", str(free_port()),
+               *script, *train_args]
+    return subprocess.run(command, cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=timeout)
 

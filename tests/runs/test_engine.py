@@ -26,7 +26,7 @@ import torch
 
 from countdown_rl.runs.engine import Engine, LaunchError, check_launch
 from tests.helpers.env import ROOT, offline_env
-from tests.helpers.train_runs import free_port
+from tests.helpers.train_runs import DDP_LAUNCH, accelerate_launch, free_port
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
@@ -69,21 +69,14 @@ def test_the_planned_engine_names_what_runs(env, has_gpu, summary):
     assert isinstance(engine, Engine) and engine.summary() == summary
 
 
-def launch(launcher: list[str], script: list[str], *train_args: str, timeout: int = 400):
-    command = [sys.executable, "-m", "accelerate.commands.launch", *launcher, "--main_process_port", str(free_port()),
-               *script, *train_args]
-    return subprocess.run(command, cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=timeout)
-
-
 FSDP2_LAUNCH = ["--config_file", str(FSDP), "--num_processes", "2", "--mixed_precision", "no"]
-DDP_LAUNCH = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-              "--dynamo_backend", "no"]
 
 
 def fault_run(launcher, fault, model, puzzles, out, *extra):
-    return launch(launcher, [str(FAULT_RUN), fault, "--"], "--config", str(SMOKE), "--model_name_or_path",
-                  str(model), "--dataset_name", str(puzzles), "--output_dir", str(out), "--eval_strategy", "steps",
-                  "--eval_steps", "2", "--eval_subset_size", "5", "--final_eval_size", "7", *extra)
+    return accelerate_launch(launcher, [str(FAULT_RUN), fault, "--"], "--config", str(SMOKE),
+                             "--model_name_or_path", str(model), "--dataset_name", str(puzzles), "--output_dir",
+                             str(out), "--eval_strategy", "steps", "--eval_steps", "2", "--eval_subset_size", "5",
+                             "--final_eval_size", "7", *extra)
 
 
 def weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -162,9 +155,9 @@ def test_fsdp2_final_evaluation_equals_one_process_eval_of_the_saved_model(fsdp2
 @pytest.mark.slow
 def test_lora_under_fsdp2(tiny_model_dir, puzzles, tmp_path):
     out = tmp_path / "lora"
-    done = launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], "--config", str(SMOKE_LORA),
-                  "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out),
-                  "--max_steps", "2", "--final_eval_size", "3")
+    done = accelerate_launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], "--config", str(SMOKE_LORA),
+                             "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
+                             "--output_dir", str(out), "--max_steps", "2", "--final_eval_size", "3")
     assert done.returncode == 0, done.stderr[-3000:]
     info = json.loads((out / "run_info.json").read_text())
     assert info["engine"]["summary"].startswith("FSDP2") and info["use_peft"] and info["status"]["state"] == "finished"
@@ -191,8 +184,8 @@ def test_real_launches_that_would_run_something_else_are_refused(tiny_model_dir,
     args = ["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles)]
     # use_cpu false without a GPU: two one-process runs in one folder, were it not refused
     out = tmp_path / "alone"
-    done = launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], *args, "--output_dir", str(out),
-                  "--use_cpu", "false", timeout=200)
+    done = accelerate_launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], *args, "--output_dir", str(out),
+                             "--use_cpu", "false", timeout=200)
     errors = [line for line in done.stderr.splitlines() if line.startswith(ERROR)]
     assert done.returncode != 0 and len(errors) == 1 and "each would train alone" in errors[0], done.stderr[-2000:]
     assert not out.exists()
@@ -208,8 +201,9 @@ def test_real_launches_that_would_run_something_else_are_refused(tiny_model_dir,
     assert not out.exists()
     # the shipped ZeRO-3 config: accelerate's launcher stops first without the deepspeed package
     if not _has_deepspeed():
-        done = launch(["--config_file", str(ROOT / "accelerate_configs" / "zero3.yaml"), "--num_processes", "2"],
-                      ["-m", "countdown_rl.commands.train"], *args, "--output_dir", str(out), timeout=200)
+        zero3 = ["--config_file", str(ROOT / "accelerate_configs" / "zero3.yaml"), "--num_processes", "2"]
+        done = accelerate_launch(zero3, ["-m", "countdown_rl.commands.train"], *args, "--output_dir", str(out),
+                                 timeout=200)
         assert done.returncode != 0 and "DeepSpeed is not installed" in done.stderr and not out.exists()
 
 
