@@ -15,16 +15,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from countdown_rl.tasks.base import (
-    ASCII_WHITESPACE,
-    CLOSE_ANSWER_TAG,
-    OPEN_ANSWER_TAG,
-    Outcome,
-    Verdict,
-    clip_shown,
-    last_tag_content,
-    short_repr,
-)
+from countdown_rl.tasks.base import (ASCII_WHITESPACE, CLOSE_ANSWER_TAG, OPEN_ANSWER_TAG, Outcome, Verdict, clip_shown,
+                                     last_tag_content, short_repr)
 
 __all__ = [
     "CORRECT_REWARD",

@@ -31,16 +31,8 @@ from re import IGNORECASE
 from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
 from typing import Any
 
-from countdown_rl.tasks.base import (
-    ASCII_WHITESPACE,
-    CLOSE_ANSWER_TAG,
-    OPEN_ANSWER_TAG,
-    Outcome,
-    Verdict,
-    clip_shown,
-    last_tag_content,
-    short_repr,
-)
+from countdown_rl.tasks.base import (ASCII_WHITESPACE, CLOSE_ANSWER_TAG, OPEN_ANSWER_TAG, Outcome, Verdict, clip_shown,
+                                     last_tag_content, short_repr)
 from countdown_rl.tasks.extraction import (
     NUMBER_TOKEN,
     canonical_number_text,

@@ -39,6 +39,17 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
+def _score_against_gold(name: str, completions: Sequence[Any], gold: Sequence[Any], score, log_metric,
+                        timeouts: list[int]) -> list[float | None]:
+    """``score`` each completion against its row's gold (a malformed gold is the row's problem, logged), then log how
+    many gradings ran out of time (``timeouts[0]``, counted by ``score``)."""
+    rewards = score_batch(name, completions, {"gold": gold}, lambda row: gold_problem(row["gold"]), score,
+                          log_metric=log_metric, malformed_metric=MALFORMED_ROWS_METRIC)
+    if callable(log_metric):
+        log_metric(TIMEOUTS_METRIC, timeouts[0])
+    return rewards
+
+
 def math_r1_zero_reward(
     completions: Sequence[Any],
     gold: Sequence[Any],
@@ -69,12 +80,8 @@ def math_r1_zero_reward(
         return 1.0 if found.formatted and right else 0.0
 
     log_metric = kwargs.get("log_metric")
-    rewards = score_batch(
-        "math_r1_zero_reward", completions, {"gold": gold}, lambda row: gold_problem(row["gold"]), score,
-        log_metric=log_metric, malformed_metric=MALFORMED_ROWS_METRIC,
-    )
+    rewards = _score_against_gold("math_r1_zero_reward", completions, gold, score, log_metric, timeouts)
     if callable(log_metric):
-        log_metric(TIMEOUTS_METRIC, timeouts[0])
         if formats:
             log_metric("math/format_reward", _mean(formats))
             log_metric("math/answer_reward", _mean(answers))
@@ -112,14 +119,7 @@ def math_shaped_reward(
             reward += 0.1
         return round(reward, 1)  # 0.1 + 0.1 is 0.2, not 0.20000000000000001
 
-    log_metric = kwargs.get("log_metric")
-    rewards = score_batch(
-        "math_shaped_reward", completions, {"gold": gold}, lambda row: gold_problem(row["gold"]), score,
-        log_metric=log_metric, malformed_metric=MALFORMED_ROWS_METRIC,
-    )
-    if callable(log_metric):
-        log_metric(TIMEOUTS_METRIC, timeouts[0])
-    return rewards
+    return _score_against_gold("math_shaped_reward", completions, gold, score, kwargs.get("log_metric"), timeouts)
 
 
 REWARD_FUNCS: dict[str, RewardFunc] = {"r1_zero": math_r1_zero_reward, "math_shaped": math_shaped_reward}
