@@ -1,6 +1,7 @@
 """The package's layout, read from its own imports (a static import graph of ``countdown_rl/``).
 
-1. Every subpackage has a module docstring that says what lives there and what it may import.
+1. Every subpackage has a module docstring that says what lives there (every module of it, by name) and what it
+   may import.
 2. No import cycle between modules, and none from a lower layer to a higher one (:data:`LAYERS`): a library
    module never imports a command, evaluation never imports training, and so on.
 3. The task-independent core never imports a task plug-in: only the registry (``countdown_rl.tasks``) and the
@@ -97,6 +98,18 @@ def test_every_subpackage_says_what_lives_there_and_what_it_may_import(subpackag
     assert doc and len(doc.splitlines()) >= 3, f"countdown_rl.{subpackage} has no module docstring"
     if subpackage != "tasks":  # the registry's docstring says how plug-ins are added instead
         assert "import" in doc, f"countdown_rl.{subpackage}'s docstring does not say what it may import"
+
+
+@pytest.mark.parametrize("subpackage", SUBPACKAGES)
+def test_every_module_is_named_in_its_subpackages_docstring(subpackage):
+    import re
+
+    folder = PACKAGE / subpackage
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    modules = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
+    modules += [p.name for p in folder.iterdir() if (p / "__init__.py").is_file()]
+    missing = sorted(m for m in modules if not re.search(rf"\b{m}\b", doc))
+    assert not missing, f"countdown_rl.{subpackage}'s docstring does not say what {missing} hold"
 
 
 def test_no_import_cycles():

@@ -1,7 +1,10 @@
 """The offline CPU demo (``countdown-rl demo``) and the tiny model it and the tests start from.
 
 - :mod:`.tiny`: a tiny byte-level BPE tokenizer and a random Qwen3, built offline and deterministically.
-- :mod:`.stages`: the demo's stages (warm start, zero-shot, RL, the before/after table), reused by the benchmarks.
+- :mod:`.stages`: the demo's stages (warm start, zero-shot, RL, the before/after table), reused by the benchmarks;
+  the RL stage is a ``countdown-rl train`` recipe run by :func:`countdown_rl.training.pipeline.run_recipe`.
+- :mod:`.pretrained`: the same stages on a real pretrained model (``countdown-rl demo --model_name_or_path``):
+  chat prompts, rollouts through colocated vLLM where installed, the assignment's puzzles, the paired test.
 
 The demo is Countdown's: it may import :mod:`countdown_rl.tasks.countdown` besides everything training,
 evaluation and runs offer. Never a command.
