@@ -15,7 +15,7 @@ from countdown_rl.commands.one_line import OneLineArgumentParser
 # name -> ("module:function" taking argv, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("countdown_rl.commands.train:main", "train with GRPO / Dr.GRPO from a recipe (TRL --config YAML + --key value)"),
-    "eval": ("countdown_rl.commands.evaluate:main", "evaluate a model, checkpoint, adapter or Hub id on held-out puzzles"),
+    "eval": ("countdown_rl.commands.evaluate:main", "evaluate a model, checkpoint, adapter or Hub id on held-out rows"),
     "report": ("countdown_rl.commands.report:main", "tables and plots from one or more run directories"),
     "generate": ("countdown_rl.commands.generate:main", "write a task's offline rows (e.g. solvable puzzles) to JSONL"),
     "verify": ("countdown_rl.commands.verify:main", "judge one completion against a task's row (answer, outcome, reward)"),

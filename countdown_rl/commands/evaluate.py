@@ -201,7 +201,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
         backend = _usage(resolve_backend, "vllm" if args.vllm_server_url else args.backend, args.device)
-        puzzles = _usage(held_out_rows, data_arguments(args), args.num_puzzles)
+        rows = _usage(held_out_rows, data_arguments(args), args.num_puzzles)
         given = args.model
         source = resolve_model_source(given, "--model")  # a GGUF file: converted once to a cached checkpoint
         args.model = source.path
@@ -212,7 +212,7 @@ def _run(args: argparse.Namespace) -> int:
         compiled = None
         if backend == "compiled":  # pad/EOS ids and the static cache length, before the weights load
             chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
-            compiled = _usage(compiled_generation_for, args.model, data_arguments(args).get_task(), puzzles,
+            compiled = _usage(compiled_generation_for, args.model, data_arguments(args).get_task(), rows,
                               template=args.prompt_template, max_tokens=max(args.max_tokens),
                               chat_template_kwargs=chat_kwargs)
     except UsageError as err:
@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace) -> int:
     evaluated = evaluate_budgets(
         model,
         tokenizer,
-        puzzles,
+        rows,
         budgets=args.max_tokens,
         task=data_arguments(args).get_task(),
         template=args.prompt_template,
@@ -264,7 +264,7 @@ def _run(args: argparse.Namespace) -> int:
         split_method=data.split_method,
         test_size=data.test_size,
         split_seed=data.split_seed,
-        num_puzzles=len(puzzles),
+        num_rows=len(rows),
         template=data.prompt_template or task.default_template,
         chat_template_kwargs=chat_kwargs,
         temperature=args.temperature,
@@ -273,7 +273,7 @@ def _run(args: argparse.Namespace) -> int:
         backend=backend,
         dtype=args.dtype,
     )
-    write_eval_outputs(output_dir, results, {r.max_tokens: rows for r, rows in evaluated}, meta)
+    write_eval_outputs(output_dir, results, {r.max_tokens: samples for r, samples in evaluated}, meta)
     print(markdown_table(results))
     print(f"\nwrote {output_dir / EVAL_JSON}, {output_dir / EVAL_MD} and {output_dir / SAMPLES_JSONL}")
     return 0

@@ -1,4 +1,4 @@
-"""JSON Lines files: one JSON object per line (puzzle files, samples, the demo's RL rows)."""
+"""JSON Lines files: one JSON object per line (a task generator's rows, samples, the demo's RL rows)."""
 
 from __future__ import annotations
 

@@ -340,7 +340,7 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
     paired = _paired(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, budget)
     results = {
         "command": "countdown-rl demo", "model": config.model, "algorithm": config.algorithm, "lora": config.lora,
-        "max_completion_length": budget, "num_eval_puzzles": held_out[0].num_puzzles,
+        "max_completion_length": budget, "num_eval_puzzles": held_out[0].num_rows,
         "dataset": config.puzzles.describe(), "rollout_backend": backend, "eval_backend": eval_backend,
         "base": held_out[0].to_dict(), "sft": held_out[1].to_dict(), "trained": held_out[2].to_dict(),
         "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy), "paired_test": paired,
@@ -362,7 +362,7 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
     print(f"\naccuracy after SFT {100 * held_out[1].accuracy:.1f}% -> after {name} "
           f"{100 * held_out[2].accuracy:.1f}% ({results['gain_points']:+.1f} points; McNemar p = "
           f"{paired['p_value']:.3g}, {paired['only_a']} puzzles only RL solved, {paired['only_b']} only SFT) on "
-          f"{held_out[0].num_puzzles} puzzles, {budget} tokens, in {timings['total_s'] / 60:.1f} min")
+          f"{held_out[0].num_rows} puzzles, {budget} tokens, in {timings['total_s'] / 60:.1f} min")
     print(f"files: {run_dir / RESULTS_FILE}; report: countdown-rl report {run_dir}")
     return results
 

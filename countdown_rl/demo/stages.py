@@ -341,7 +341,7 @@ def evaluate_stage(
     )
     results = [result for result, _ in scored]
     if out_dir is not None:
-        full_meta = eval_meta(**{"task": "countdown", "template": template, "num_puzzles": len(puzzles),
+        full_meta = eval_meta(**{"task": "countdown", "template": template, "num_rows": len(puzzles),
                                  "backend": backend, **(meta or {})})
         write_eval_outputs(out_dir, results, {r.max_tokens: rows for r, rows in scored}, full_meta)
     return results

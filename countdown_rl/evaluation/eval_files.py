@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.evaluation.scoring import BudgetResult, markdown_table
+from countdown_rl.evaluation.scoring import BudgetResult, markdown_table, upgrade_keys
 from countdown_rl.files import write_atomic
 from countdown_rl.tasks import DEFAULT_TASK
 
@@ -23,15 +23,15 @@ __all__ = ["EVAL_JSON", "EVAL_MD", "SAMPLES_JSONL", "eval_meta", "read_eval", "r
 EVAL_JSON, EVAL_MD, SAMPLES_JSONL = "eval.json", "eval.md", "samples.jsonl"
 
 
-def eval_meta(*, task: str, model: str, num_puzzles: int, backend: str, template: str | None = None,
+def eval_meta(*, task: str, model: str, num_rows: int, backend: str, template: str | None = None,
               temperature: float = 0.0, num_samples: int = 1, split: str = "test", **more: Any) -> dict[str, Any]:
     """The metadata of an evaluation (``eval.json``'s ``meta``); ``more`` adds the caller's own keys.
 
-    >>> meta = eval_meta(task="countdown", model="m", num_puzzles=3, backend="transformers", stage="final")
+    >>> meta = eval_meta(task="countdown", model="m", num_rows=3, backend="transformers", stage="final")
     >>> meta["split"], meta["stage"], "template" in meta  # no template named: none recorded
     ('test', 'final', False)
     """
-    meta = {"task": task, "model": model, "split": split, "template": template, "num_puzzles": num_puzzles,
+    meta = {"task": task, "model": model, "split": split, "template": template, "num_rows": num_rows,
             "temperature": temperature, "num_samples": num_samples, "backend": backend, **more}
     if template is None:
         del meta["template"]
@@ -69,8 +69,8 @@ def write_eval_outputs(
     sampling = "greedy" if not meta.get("temperature") else f"temperature {meta['temperature']}"
     md = (
         f"# {str(meta.get('task', DEFAULT_TASK)).capitalize()} evaluation\n\n{described}\n\n"
-        f"{results[0].num_puzzles if results else 0} puzzles, {sampling}, "
-        f"{meta.get('num_samples', 1)} sample(s) per puzzle, backend `{meta.get('backend', '?')}`, "
+        f"{results[0].num_rows if results else 0} rows, {sampling}, "
+        f"{meta.get('num_samples', 1)} sample(s) per row, backend `{meta.get('backend', '?')}`, "
         f"countdown-rl {meta['version']}, {meta['date']}.\n\n{markdown_table(results)}\n"
     )
     write_atomic(out_dir / SAMPLES_JSONL, "".join(line + "\n" for line in lines))
@@ -87,7 +87,8 @@ def _eval_file(path: str | Path, name: str) -> Path:
 def read_eval(path: str | Path) -> dict[str, Any]:
     """Read an ``eval.json`` (or the folder holding one): ``{"meta": {...}, "results": [BudgetResult, ...]}``.
 
-    Results come back as :class:`BudgetResult` objects in the file's order.
+    Results come back as :class:`BudgetResult` objects in the file's order; a file written before a key was
+    renamed (``num_puzzles``, now ``num_rows``) reads under the new names.
     """
     file = _eval_file(path, EVAL_JSON)
     if not file.is_file():
@@ -97,7 +98,7 @@ def read_eval(path: str | Path) -> dict[str, Any]:
         results = [BudgetResult.from_dict(r) for r in data["results"]]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise ValueError(f"{file}: not an evaluation file ({err})") from None
-    return {"meta": dict(data.get("meta") or {}), "results": results}
+    return {"meta": upgrade_keys(data.get("meta") or {}), "results": results}
 
 
 def read_samples(path: str | Path, max_tokens: int | None = None) -> list[dict[str, Any]]:

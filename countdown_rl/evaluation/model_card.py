@@ -56,7 +56,7 @@ def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
     if final_eval and final_eval.get("results"):
         meta = final_eval.get("meta", {})
         body.append(
-            f"{meta.get('num_puzzles', '?')} held-out problems, "
+            f"{meta.get('num_rows', '?')} held-out problems, "
             f"{'greedy' if not meta.get('temperature') else 'temperature ' + str(meta['temperature'])} decoding."
         )
         body += ["", markdown_table(final_eval["results"])]

@@ -37,7 +37,7 @@ PLOTS = {
     "length_correct_vs_incorrect": "length_correct_vs_incorrect.png",
 }
 CSV_COLUMNS = [
-    "run", "algorithm", "max_tokens", "num_puzzles", "zero_shot_accuracy_pct", "trained_accuracy_pct",
+    "run", "algorithm", "max_tokens", "num_rows", "zero_shot_accuracy_pct", "trained_accuracy_pct",
     "improvement_points", "correct", "partial", "failed", "mean_output_tokens", "utilisation_pct",
 ]
 
@@ -162,9 +162,9 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
             notes.append(f"no {ZERO_SHOT_EVAL}/eval.json: zero-shot accuracy and improvement unknown")
         elif run.zero_shot_result(result.max_tokens) is None:
             notes.append(f"{ZERO_SHOT_EVAL}/eval.json has no result at {result.max_tokens} tokens")
-        elif run.zero_shot_result(result.max_tokens).num_puzzles != result.num_puzzles:
-            notes.append(f"zero-shot scored {run.zero_shot_result(result.max_tokens).num_puzzles} puzzles, the "
-                         f"trained model {result.num_puzzles}: the accuracies are not on the same puzzles")
+        elif run.zero_shot_result(result.max_tokens).num_rows != result.num_rows:
+            notes.append(f"zero-shot scored {run.zero_shot_result(result.max_tokens).num_rows} rows, the "
+                         f"trained model {result.num_rows}: the accuracies are not on the same rows")
         samples_file = path / TRAINED_EVAL / SAMPLES_JSONL
         if samples_file.is_file():
             run.samples = read_samples(samples_file, max_tokens=result.max_tokens)
@@ -219,7 +219,7 @@ def result_row(run: Run) -> dict[str, Any] | None:
         "run": run.name,
         "algorithm": run.info["algorithm"],
         "max_tokens": trained.max_tokens,
-        "num_puzzles": trained.num_puzzles,
+        "num_rows": trained.num_rows,
         "zero_shot_accuracy_pct": None if zero is None else 100 * zero.accuracy,
         "trained_accuracy_pct": 100 * trained.accuracy,
         "improvement_points": None if zero is None else 100 * (trained.accuracy - zero.accuracy),
@@ -237,11 +237,11 @@ def _signed(points: float | None) -> str:
 
 def results_markdown(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None]) -> str:
     """``results.md``: the table, the plots and the notes."""
-    headers = ["run", "algorithm", "max tokens", "puzzles", "zero-shot accuracy", "trained accuracy", "improvement (points)",
+    headers = ["run", "algorithm", "max tokens", "rows", "zero-shot accuracy", "trained accuracy", "improvement (points)",
                "correct", "partial", "failed", "mean output tokens", "utilisation"]
     table = [
         [
-            row["run"], row["algorithm"], row["max_tokens"], row["num_puzzles"],
+            row["run"], row["algorithm"], row["max_tokens"], row["num_rows"],
             format_percent(None if row["zero_shot_accuracy_pct"] is None else row["zero_shot_accuracy_pct"] / 100),
             format_percent(row["trained_accuracy_pct"] / 100), _signed(row["improvement_points"]),
             row["correct"], row["partial"], row["failed"], format_number(row["mean_output_tokens"]),
@@ -250,11 +250,11 @@ def results_markdown(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None])
         for row in rows
         if row is not None
     ]
-    lines = ["# Countdown results", ""]
+    lines = ["# Results", ""]
     if table:
         lines += [
             render_markdown_table(headers, table), "",
-            "Accuracy: share of the held-out puzzles whose first completion (greedy unless sampled) is correct. Improvement: trained minus zero-shot accuracy, in percentage points. "
+            "Accuracy: share of the held-out rows whose first completion (greedy unless sampled) is correct. Improvement: trained minus zero-shot accuracy, in percentage points. "
             "Utilisation: mean output tokens / max tokens.", "",
         ]
     else:
@@ -440,7 +440,7 @@ def plot_accuracy_vs_step(runs: Sequence[Run], path: Path) -> bool:
             ax.axhline(100 * zero.accuracy, color=colour, linestyle=":", label=f"{run.name} zero-shot")
 
     return _line_plot(
-        runs, path, "Held-out accuracy during training", "accuracy (% of puzzles)",
+        runs, path, "Held-out accuracy during training", "accuracy (% of rows)",
         lambda run: [("", *series(run.log_history, "accuracy", eval_metric=True), "-")],
         percent=True, empty="no eval accuracy logged (eval_accuracy / eval/accuracy)", extra=zero_line,
     )
@@ -524,7 +524,7 @@ def plot_accuracy_by_budget(runs: Sequence[Run], path: Path) -> bool:
             bar(left + (2 * i + 1.5) * width, next(r for r in run.trained["results"] if r.max_tokens == budget), c)
     ax.set_xticks(range(len(budgets)), [f"{b} tokens" for b in budgets])
     ax.set_xlabel("evaluation budget (max new tokens)")
-    ax.set_ylabel("accuracy (% of puzzles)")
+    ax.set_ylabel("accuracy (% of rows)")
     ax.set_title("Trained vs zero-shot accuracy per budget")
     ax.grid(axis="y", alpha=0.3)
     if budgets:

@@ -7,7 +7,7 @@
 3. Aggregate: :func:`summarise` turns rows into a :class:`BudgetResult` (accuracy on first samples, token use,
    truncation, unbiased pass@k). :func:`evaluate_budgets` cuts the same completions down to each smaller
    budget -- identical to separate runs, since a completion never sees its budget -- and
-   :func:`evaluate_puzzles` is its one-budget form.
+   :func:`evaluate_rows` is its one-budget form.
 4. :func:`markdown_table` renders results; the files that hold them are :mod:`countdown_rl.evaluation.eval_files`'s.
 5. :func:`outcome_metrics` gives the few fractions the trainer logs as ``eval_accuracy`` etc.
 
@@ -32,15 +32,17 @@ if TYPE_CHECKING:
     from countdown_rl.tasks.base import Task
 
 __all__ = [
+    "RENAMED_KEYS",
     "SAMPLE_FIELDS",
     "BudgetResult",
     "evaluate_budgets",
-    "evaluate_puzzles",
+    "evaluate_rows",
     "markdown_table",
     "outcome_metrics",
     "pass_at_k",
     "score_samples",
     "summarise",
+    "upgrade_keys",
 ]
 
 
@@ -49,17 +51,33 @@ __all__ = [
 # Data types
 # --------------------------------------------------------------------------------------------------------------
 
+RENAMED_KEYS = {"num_puzzles": "num_rows"}
+"""Old key -> new key in ``eval.json``'s results and meta: files written under the old name must still read."""
+
+
+def upgrade_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with every old key of :data:`RENAMED_KEYS` under its new name (a new key already there wins).
+
+    >>> upgrade_keys({"num_puzzles": 3, "accuracy": 0.5})
+    {'accuracy': 0.5, 'num_rows': 3}
+    """
+    upgraded = {k: v for k, v in data.items() if k not in RENAMED_KEYS}
+    for old, new in RENAMED_KEYS.items():
+        if old in data:
+            upgraded.setdefault(new, data[old])
+    return upgraded
+
 @dataclass
 class BudgetResult:
     """Aggregate scores at one token budget.
 
-    Accuracy and the correct / partial / failed counts are over each puzzle's FIRST sample (greedy or sample 0),
+    Accuracy and the correct / partial / failed counts are over each row's FIRST sample (greedy or sample 0),
     so they are comparable between greedy and sampled runs; token statistics, truncation and pass@k use every
     completion.
     """
 
     max_tokens: int
-    num_puzzles: int
+    num_rows: int
     num_samples: int
     accuracy: float
     correct: int
@@ -84,9 +102,17 @@ class BudgetResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BudgetResult:
-        """Inverse of :meth:`to_dict`, also after a JSON round trip (string pass@k keys); unknown keys are ignored."""
+        """Inverse of :meth:`to_dict`, also after a JSON round trip (string pass@k keys); unknown keys are ignored.
+
+        Files written before a key was renamed still load (:data:`RENAMED_KEYS`).
+
+        >>> r = summarise([{"outcome": "failed", "num_tokens": 2, "truncated": False, "sample_index": 0}], 4).to_dict()
+        >>> r["num_puzzles"] = r.pop("num_rows")  # an eval.json written before the rename
+        >>> BudgetResult.from_dict(r).num_rows
+        1
+        """
         known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in upgrade_keys(data).items() if k in known}
         values["pass_at_k"] = {int(k): float(v) for k, v in (data.get("pass_at_k") or {}).items()}
         return cls(**values)
 
@@ -152,7 +178,7 @@ def score_samples(
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k for one puzzle: ``1 - C(n - c, k) / C(n, k)`` with n samples of which c are correct.
+    """Unbiased pass@k for one row: ``1 - C(n - c, k) / C(n, k)`` with n samples of which c are correct.
 
     >>> pass_at_k(4, 1, 1), pass_at_k(4, 1, 2), pass_at_k(4, 0, 4), pass_at_k(4, 1, 4)
     (0.25, 0.5, 0.0, 1.0)
@@ -172,7 +198,7 @@ def _pass_ks(num_samples: int) -> list[int]:
 
 
 def summarise(samples: Sequence[Mapping[str, Any]], max_tokens: int, num_samples: int = 1) -> BudgetResult:
-    """Aggregate rows from :func:`score_samples` (``num_samples`` consecutive rows per puzzle) at one budget.
+    """Aggregate rows from :func:`score_samples` (``num_samples`` consecutive rows per evaluated row) at one budget.
 
     >>> rows = [{"outcome": o, "num_tokens": t, "truncated": t == 8, "sample_index": 0}
     ...         for o, t in [("correct", 4), ("partial", 6), ("failed", 8)]]
@@ -185,23 +211,23 @@ def summarise(samples: Sequence[Mapping[str, Any]], max_tokens: int, num_samples
     if not samples:
         raise ValueError("no samples to summarise")
     if len(samples) % num_samples:
-        raise ValueError(f"{len(samples)} rows are not a whole number of puzzles x {num_samples} samples")
-    puzzles = [samples[i : i + num_samples] for i in range(0, len(samples), num_samples)]
-    for group in puzzles:
+        raise ValueError(f"{len(samples)} rows are not a whole number of evaluated rows x {num_samples} samples")
+    groups = [samples[i : i + num_samples] for i in range(0, len(samples), num_samples)]  # one per evaluated row
+    for group in groups:
         if [row["sample_index"] for row in group] != list(range(num_samples)):
-            raise ValueError("rows must be puzzle-major with sample_index 0..num_samples-1 for each puzzle")
-    first = [Outcome(group[0]["outcome"]) for group in puzzles]
+            raise ValueError("samples must be row-major with sample_index 0..num_samples-1 for each row")
+    first = [Outcome(group[0]["outcome"]) for group in groups]
     tokens = [int(row["num_tokens"]) for row in samples]
     correct_tokens = [int(r["num_tokens"]) for r in samples if r["outcome"] == Outcome.CORRECT.value]
     incorrect_tokens = [int(r["num_tokens"]) for r in samples if r["outcome"] != Outcome.CORRECT.value]
     mean_tokens = sum(tokens) / len(tokens)
     ks = _pass_ks(num_samples) if num_samples > 1 else []
-    hits = [sum(row["outcome"] == Outcome.CORRECT.value for row in group) for group in puzzles]
+    hits = [sum(row["outcome"] == Outcome.CORRECT.value for row in group) for group in groups]
     return BudgetResult(
         max_tokens=max_tokens,
-        num_puzzles=len(puzzles),
+        num_rows=len(groups),
         num_samples=num_samples,
-        accuracy=first.count(Outcome.CORRECT) / len(puzzles),
+        accuracy=first.count(Outcome.CORRECT) / len(groups),
         correct=first.count(Outcome.CORRECT),
         partial=first.count(Outcome.PARTIAL),
         failed=first.count(Outcome.FAILED),
@@ -216,7 +242,7 @@ def summarise(samples: Sequence[Mapping[str, Any]], max_tokens: int, num_samples
 
 
 def outcome_metrics(result: BudgetResult) -> dict[str, float]:
-    """What the trainer logs at each evaluation (as ``eval/accuracy`` etc.): fractions of puzzles and mean tokens.
+    """What the trainer logs at each evaluation (as ``eval/accuracy`` etc.): fractions of rows and mean tokens.
 
     >>> r = summarise([{"outcome": "partial", "num_tokens": 6, "truncated": False, "sample_index": 0}], 8)
     >>> outcome_metrics(r)
@@ -224,8 +250,8 @@ def outcome_metrics(result: BudgetResult) -> dict[str, float]:
     """
     return {
         "accuracy": result.accuracy,
-        "partial": result.partial / result.num_puzzles,
-        "failed": result.failed / result.num_puzzles,
+        "partial": result.partial / result.num_rows,
+        "failed": result.failed / result.num_rows,
         "mean_completion_tokens": result.mean_tokens,
     }
 
@@ -248,7 +274,7 @@ def _load_tokenizer(name_or_path):
 def evaluate_budgets(
     model,
     tokenizer,
-    puzzles: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, Any]],
     *,
     budgets: Iterable[int],
     task: Task | str | None = None,
@@ -262,7 +288,7 @@ def evaluate_budgets(
     show_progress: bool = True,
     compiled=None,
 ) -> list[tuple[BudgetResult, list[dict[str, Any]]]]:
-    """Score ``puzzles`` (rows with the task's columns and optionally ``prompt``) at every budget from ONE
+    """Score ``rows`` (rows with the task's columns and optionally ``prompt``) at every budget from ONE
     generation at the largest budget; results in budget order. ``task`` is a task or its name (default
     countdown), ``template`` one of its prompt templates (default: the task's), used for rows without a prompt.
     ``backend="compiled"`` uses ``compiled`` (a ``CompiledGeneration``; default: one sized for these prompts).
@@ -273,12 +299,12 @@ def evaluate_budgets(
     budgets = sorted(set(int(b) for b in budgets))
     if not budgets or budgets[0] <= 0:
         raise ValueError(f"budgets must be positive token counts, got {budgets}")
-    if not puzzles:
-        raise ValueError("no puzzles to evaluate")
+    if not rows:
+        raise ValueError("no rows to evaluate")
     generator = get_backend(backend)  # an unknown name: one line listing the known ones
     task = _resolve_task(task)
-    puzzles = [dict(p) for p in puzzles]
-    prompts = prompts_for(task, puzzles, template)
+    rows = [dict(row) for row in rows]
+    prompts = prompts_for(task, rows, template)
     if tokenizer is None:  # vLLM: the engine's tokenizer, or the one saved with the model
         tokenizer = model.get_tokenizer() if hasattr(model, "get_tokenizer") else _load_tokenizer(model)
     extra = generator.evaluation_keywords(tokenizer, prompts, budgets[-1], chat_template_kwargs, compiled)
@@ -298,21 +324,21 @@ def evaluate_budgets(
     out = []
     for budget in budgets:
         cut = [[cut_to_budget(c, budget, tokenizer) for c in samples] for samples in completions]
-        rows = score_samples(puzzles, prompts, cut, task=task)
-        out.append((summarise(rows, budget, num_samples), rows))
+        scored = score_samples(rows, prompts, cut, task=task)
+        out.append((summarise(scored, budget, num_samples), scored))
     return out
 
 
-def evaluate_puzzles(model, tokenizer, puzzles: Sequence[Mapping[str, Any]], *, max_tokens: int,
-                     **options: Any) -> tuple[BudgetResult, list[dict[str, Any]]]:
-    """:func:`evaluate_budgets` at one budget: generate for ``puzzles`` and score them.
+def evaluate_rows(model, tokenizer, rows: Sequence[Mapping[str, Any]], *, max_tokens: int,
+                  **options: Any) -> tuple[BudgetResult, list[dict[str, Any]]]:
+    """:func:`evaluate_budgets` at one budget: generate for ``rows`` and score them.
 
     ``model`` is a transformers model, or for ``backend="vllm"`` a ``vllm.LLM`` or a model path; ``options`` are
     :func:`evaluate_budgets`' keywords. Returns the :class:`BudgetResult` and the per-sample rows of
     :func:`score_samples`.
     """
-    [(result, rows)] = evaluate_budgets(model, tokenizer, puzzles, budgets=[max_tokens], **options)
-    return result, rows
+    [(result, scored)] = evaluate_budgets(model, tokenizer, rows, budgets=[max_tokens], **options)
+    return result, scored
 
 
 # --------------------------------------------------------------------------------------------------------------

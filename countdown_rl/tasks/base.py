@@ -15,7 +15,7 @@ everything task-specific:
    answer), the extracted answer, and the task's main reward. It never executes model text and does bounded work.
 4. Rewards: :meth:`Task.reward_funcs` maps recipe names to TRL reward functions (bound to the task's options).
 5. Data for tests and demos: :meth:`Task.generate` makes small rows offline, in the source dataset's layout.
-6. Splits and curricula: :meth:`Task.dedupe_key` (no puzzle on both sides of a split) and :meth:`Task.difficulty`.
+6. Splits and curricula: :meth:`Task.dedupe_key` (no row on both sides of a split) and :meth:`Task.difficulty`.
 
 Options (``task_options: [key=value, ...]`` in a recipe) are a frozen dataclass per task, :attr:`Task.Options`,
 parsed from strings by :func:`parse_options` with one-line errors naming the key.

@@ -33,7 +33,7 @@ def evaluate_task(trainer, dataset, final: bool = False):
     from trl.models import unwrap_model_for_generation
 
     from countdown_rl.evaluation.eval_files import eval_meta, write_eval_outputs
-    from countdown_rl.evaluation.scoring import evaluate_puzzles, summarise
+    from countdown_rl.evaluation.scoring import evaluate_rows, summarise
 
     if trainer.task is None:
         raise ValueError("evaluate_task needs the trainer's task (CountdownGRPOTrainer(..., task=get_task(name)))")
@@ -54,7 +54,7 @@ def evaluate_task(trainer, dataset, final: bool = False):
           awake_engine(trainer.vllm_generation) if vllm else contextlib.nullcontext() as engine,
           unwrap_model_for_generation(trainer.model_wrapped, accelerator,
                                       gather_deepspeed3_params=args.ds3_gather_for_generation) as model):
-        _, samples = evaluate_puzzles(
+        _, samples = evaluate_rows(
             model if engine is None else engine,
             trainer.processing_class,
             rows,
@@ -69,7 +69,7 @@ def evaluate_task(trainer, dataset, final: bool = False):
     samples = gather_object(samples[:len(samples) - padding])
     result = summarise(samples, max_tokens=budget, num_samples=1)
     if final and accelerator.is_main_process:
-        meta = eval_meta(task=trainer.task.name, model=args.output_dir, num_puzzles=len(dataset),
+        meta = eval_meta(task=trainer.task.name, model=args.output_dir, num_rows=len(dataset),
                          backend=backend, stage="final")
         write_eval_outputs(os.path.join(args.output_dir, FINAL_EVAL_DIR), [result], {budget: samples}, meta)
     return result

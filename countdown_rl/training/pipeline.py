@@ -345,7 +345,7 @@ def run_recipe(
             final = final_evaluation(trained, rows)
         else:
             final = trainer.evaluate_task(rows, final=True)
-            logger.info("final held-out accuracy %.2f%% on %d rows", 100 * final.accuracy, final.num_puzzles)
+            logger.info("final held-out accuracy %.2f%% on %d rows", 100 * final.accuracy, final.num_rows)
     trainer.create_model_card(dataset_name=record.dataset)
     push_error = None
     if training_args.push_to_hub:

@@ -12,7 +12,7 @@ from countdown_rl.commands import evaluate as eval_cli
 from countdown_rl.data.jsonl import write_jsonl
 from countdown_rl.data.prepare import prepare_dataset
 from countdown_rl.evaluation.eval_files import read_eval, read_samples
-from countdown_rl.evaluation.scoring import evaluate_puzzles
+from countdown_rl.evaluation.scoring import evaluate_rows
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
@@ -34,7 +34,7 @@ def test_eval_cli_end_to_end(tiny_model_dir, dataset, tmp_path, capsys):
     assert eval_cli.main(["--model", str(tiny_model_dir), "--max_tokens", "8", "16", *_common(dataset, out)]) == 0
     data = read_eval(out)
     assert [r.max_tokens for r in data["results"]] == [8, 16]
-    assert all(r.num_puzzles == 4 for r in data["results"])
+    assert all(r.num_rows == 4 for r in data["results"])
     assert data["meta"]["split_seed"] == 42 and data["meta"]["backend"] == "transformers"
     samples = read_samples(out)
     assert len(samples) == 8 and {r["max_tokens"] for r in samples} == {8, 16}
@@ -64,12 +64,12 @@ def test_eval_cli_lora_adapter(tiny_model_dir, dataset, tmp_path):
     puzzles = generate_countdown(2, seed=4)
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     kwargs = dict(max_tokens=6, show_progress=False)
-    assert evaluate_puzzles(merged, tokenizer, puzzles, **kwargs)[1] == evaluate_puzzles(unmerged, tok, puzzles,
+    assert evaluate_rows(merged, tokenizer, puzzles, **kwargs)[1] == evaluate_rows(unmerged, tok, puzzles,
                                                                                          **kwargs)[1]
 
     out = tmp_path / "adapter_eval"
     assert eval_cli.main(["--model", str(adapter), "--max-tokens", "4", *_common(dataset, out)]) == 0
-    assert read_eval(out)["results"][0].num_puzzles == 4
+    assert read_eval(out)["results"][0].num_rows == 4
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 
 from countdown_rl.commands import evaluate as eval_cli
 from countdown_rl.evaluation.eval_files import read_eval, read_samples
-from countdown_rl.evaluation.scoring import evaluate_puzzles
+from countdown_rl.evaluation.scoring import evaluate_rows
 from countdown_rl.generation.sampling import generate_vllm, vllm_engine
 from countdown_rl.tasks.countdown.puzzles import generate_countdown
 from tests.helpers.vllm_tiny import NEEDS_VLLM
@@ -38,12 +38,12 @@ def test_greedy_vllm_equals_transformers(engine, tiny_vllm_model_dir):
     model = AutoModelForCausalLM.from_pretrained(tiny_vllm_model_dir)
     puzzles = generate_countdown(6, seed=3)
     for template in ("chat", "r1_zero"):  # chat-rendered and plain-text prompts (tokenized alike on both backends)
-        _, hf_rows = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=24, template=template,
+        _, hf_rows = evaluate_rows(model, tokenizer, puzzles, max_tokens=24, template=template,
                                       backend="transformers", show_progress=False)
-        result, vllm_rows = evaluate_puzzles(engine, tokenizer, puzzles, max_tokens=24, template=template,
+        result, vllm_rows = evaluate_rows(engine, tokenizer, puzzles, max_tokens=24, template=template,
                                              backend="vllm", show_progress=False)
         assert _key(vllm_rows) == _key(hf_rows)
-        assert result.num_puzzles == 6 and result.max_tokens_used <= 24
+        assert result.num_rows == 6 and result.max_tokens_used <= 24
 
 
 def test_sampling_is_seeded_and_cut_at_the_budget(engine, tiny_vllm_model_dir):
@@ -51,14 +51,14 @@ def test_sampling_is_seeded_and_cut_at_the_budget(engine, tiny_vllm_model_dir):
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_vllm_model_dir)
     puzzles = generate_countdown(8, seed=5)
-    runs = [evaluate_puzzles(engine, tokenizer, puzzles, max_tokens=12, template="chat", backend="vllm",
+    runs = [evaluate_rows(engine, tokenizer, puzzles, max_tokens=12, template="chat", backend="vllm",
                              temperature=1.0, num_samples=4, seed=seed, show_progress=False)[1] for seed in (7, 7, 8)]
     assert len(runs[0]) == 32  # 8 puzzles x 4 samples
     assert _key(runs[0]) == _key(runs[1]) and _key(runs[0]) != _key(runs[2])
     assert engine.llm_engine.vllm_config.scheduler_config.enable_chunked_prefill is False  # vllm_engine's, on CPU
     for row in runs[0]:
         assert row["num_tokens"] <= 12 and row["truncated"] == (row["num_tokens"] == 12)
-    result = evaluate_puzzles(engine, tokenizer, puzzles, max_tokens=12, template="chat", backend="vllm",
+    result = evaluate_rows(engine, tokenizer, puzzles, max_tokens=12, template="chat", backend="vllm",
                               temperature=1.0, num_samples=4, seed=7, show_progress=False)[0]
     assert set(result.pass_at_k) >= {1, 4}
 

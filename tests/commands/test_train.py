@@ -353,6 +353,6 @@ def test_two_process_cpu_launch(tiny_model_dir, puzzles, tmp_path):
     assert state["global_step"] == 4
     assert (out / "checkpoint-4").is_dir() and (out / "model.safetensors").is_file()
     final = json.loads((out / "eval" / "eval.json").read_text())
-    assert final["meta"]["num_puzzles"] == 8  # both processes' shards gathered
+    assert final["meta"]["num_rows"] == 8  # both processes' shards gathered
     assert "Held-out evaluation" in (out / "README.md").read_text()
     assert "No final evaluation was run." not in (out / "README.md").read_text()

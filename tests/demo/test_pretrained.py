@@ -59,7 +59,7 @@ def _check_files_and_table(out, first: str, resumed: str, results: dict, model: 
         "after SFT warm-up", "after GRPO (2 steps)"]  # the held-out table, then the transfer table
     for key, folder in (("base", "base_eval"), ("sft", "zero_shot"), ("trained", "grpo/eval")):
         [result] = read_eval(out / folder)["results"]
-        assert results[key]["accuracy"] == result.accuracy and result.num_puzzles == 8
+        assert results[key]["accuracy"] == result.accuracy and result.num_rows == 8
     transfer = read_eval(out / "transfer" / "sft")
     assert [r.max_tokens for r in transfer["results"]] == [32, 48] and transfer["meta"]["template"] == "chat"
     before, after = read_samples(out / "zero_shot", 48), read_samples(out / "grpo" / "eval", 48)

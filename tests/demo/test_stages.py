@@ -76,7 +76,7 @@ def test_table_and_results_match_the_eval_files(quick_runs):
     assert first["sft"] == zero and first["trained"] == trained
     assert read_eval(out / "grpo" / "zero_shot")["results"][0].to_dict() == zero
     assert first["gain_points"] == pytest.approx(100 * (first["trained"]["accuracy"] - first["sft"]["accuracy"]))
-    assert first["num_eval_puzzles"] == zero["num_puzzles"] == demo.quick_config().puzzles.num_eval
+    assert first["num_eval_puzzles"] == zero["num_rows"] == demo.quick_config().puzzles.num_eval
     assert "after GRPO (2 steps)" in stdout
 
 

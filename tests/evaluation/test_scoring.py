@@ -13,7 +13,7 @@ import torch
 
 from countdown_rl.evaluation.scoring import (
     evaluate_budgets,
-    evaluate_puzzles,
+    evaluate_rows,
     outcome_metrics,
     pass_at_k,
     score_samples,
@@ -47,7 +47,7 @@ def test_summarise_on_hand_made_completions():
     assert [r["answer"] for r in rows] == ["(65 - 7) - 7", "2 * 3 + 4", None]
     assert [r["reward"] for r in rows] == [1.0, 0.1, 0.0]
     result = summarise(rows, max_tokens=16)
-    assert (result.num_puzzles, result.correct, result.partial, result.failed) == (3, 1, 1, 1)
+    assert (result.num_rows, result.correct, result.partial, result.failed) == (3, 1, 1, 1)
     assert result.accuracy == pytest.approx(1 / 3)
     assert result.mean_tokens == pytest.approx(32 / 3)
     assert result.max_tokens_used == 16
@@ -95,7 +95,7 @@ def test_summarise_rejects_bad_input():
         summarise([], max_tokens=8)
     with pytest.raises(ValueError, match="whole number"):
         summarise([row, row, row], max_tokens=8, num_samples=2)
-    with pytest.raises(ValueError, match="puzzle-major"):
+    with pytest.raises(ValueError, match="row-major"):
         summarise([row, row], max_tokens=8, num_samples=2)
 
 
@@ -117,15 +117,15 @@ def test_completion_counts_tokens_through_eos_and_cut_to_budget(tiny):
 # --------------------------------------------------------------------------------------------------------------
 
 
-def test_evaluate_puzzles_on_tiny_model(tiny):
+def test_evaluate_rows_on_tiny_model(tiny):
     model, tokenizer = tiny
     puzzles = generate_countdown(5, seed=1)
     model.train()  # as mid-training
     rng = torch.random.get_rng_state()
-    result, rows = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=12, batch_size=2, show_progress=False)
+    result, rows = evaluate_rows(model, tokenizer, puzzles, max_tokens=12, batch_size=2, show_progress=False)
     assert model.training, "training mode must be restored"
     assert torch.equal(rng, torch.random.get_rng_state()), "the global RNG must be left alone"
-    assert result.num_puzzles == len(rows) == 5
+    assert result.num_rows == len(rows) == 5
     assert result.correct + result.partial + result.failed == 5
     tokens = [r["num_tokens"] for r in rows]
     assert result.mean_tokens == pytest.approx(sum(tokens) / 5)
@@ -136,7 +136,7 @@ def test_evaluate_puzzles_on_tiny_model(tiny):
     assert [(r["nums"], r["target"]) for r in rows] == [(p["nums"], p["target"]) for p in puzzles]
     assert rows[0]["prompt"].endswith("<think>") and {r["sample_index"] for r in rows} == {0}
 
-    again, rows_again = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=12, batch_size=2, show_progress=False)
+    again, rows_again = evaluate_rows(model, tokenizer, puzzles, max_tokens=12, batch_size=2, show_progress=False)
     assert rows_again == rows and again == result, "greedy decoding is deterministic"
     model.eval()
 
@@ -148,7 +148,7 @@ def test_one_generation_serves_every_budget(tiny):
         model, tokenizer, puzzles, budgets=[10, 4], batch_size=3, show_progress=False
     )
     assert (small.max_tokens, large.max_tokens) == (4, 10)
-    alone, alone_rows = evaluate_puzzles(model, tokenizer, puzzles, max_tokens=4, batch_size=3, show_progress=False)
+    alone, alone_rows = evaluate_rows(model, tokenizer, puzzles, max_tokens=4, batch_size=3, show_progress=False)
     assert small_rows == alone_rows and small == alone
 
 
@@ -157,10 +157,10 @@ def test_sampling_chat_template_and_pass_at_k(tiny):
     puzzles = generate_countdown(2, seed=3)
     kwargs = dict(max_tokens=6, template="chat", temperature=1.0, num_samples=3, seed=5, show_progress=False,
                   chat_template_kwargs={"enable_thinking": False})
-    result, rows = evaluate_puzzles(model, tokenizer, puzzles, **kwargs)
+    result, rows = evaluate_rows(model, tokenizer, puzzles, **kwargs)
     assert len(rows) == 6 and [r["sample_index"] for r in rows] == [0, 1, 2, 0, 1, 2]
     assert isinstance(rows[0]["prompt"], list) and rows[0]["prompt"][0]["role"] == "system"
     assert sorted(result.pass_at_k) == [1, 2, 3]
-    assert evaluate_puzzles(model, tokenizer, puzzles, **kwargs)[1] == rows, "seeded sampling is reproducible"
+    assert evaluate_rows(model, tokenizer, puzzles, **kwargs)[1] == rows, "seeded sampling is reproducible"
     with pytest.raises(ValueError, match="temperature"):
-        evaluate_puzzles(model, tokenizer, puzzles, max_tokens=4, num_samples=2, show_progress=False)
+        evaluate_rows(model, tokenizer, puzzles, max_tokens=4, num_samples=2, show_progress=False)

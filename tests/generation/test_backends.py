@@ -28,9 +28,9 @@ def test_an_unknown_backend_is_one_line_naming_the_known_ones():
 
 
 def test_a_new_backend_is_offered_by_eval_and_dispatched_by_scoring(monkeypatch):
-    """One registry entry: ``countdown-rl eval --backend`` offers it and ``evaluate_puzzles`` generates with it."""
+    """One registry entry: ``countdown-rl eval --backend`` offers it and ``evaluate_rows`` generates with it."""
     from countdown_rl.commands.evaluate import build_parser
-    from countdown_rl.evaluation.scoring import evaluate_puzzles
+    from countdown_rl.evaluation.scoring import evaluate_rows
     from countdown_rl.generation.sampling import Completion
 
     calls = []
@@ -43,7 +43,7 @@ def test_a_new_backend_is_offered_by_eval_and_dispatched_by_scoring(monkeypatch)
     monkeypatch.setitem(globals(), "ECHO", echo)
     args = build_parser().parse_args(["--model", "m", "--backend", "echo"])
     assert args.backend == "echo"
-    result, rows = evaluate_puzzles("a model", object(), [{"nums": [1, 2], "target": 3, "prompt": "p"}],
+    result, rows = evaluate_rows("a model", object(), [{"nums": [1, 2], "target": 3, "prompt": "p"}],
                                     max_tokens=8, backend="echo")
     assert calls == [("a model", 1, 8)] and result.correct == 1
 

