@@ -237,7 +237,7 @@ ROOT = Path(__file__).resolve().parents[1]  # the repository
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 TRAIN = ["train", "--config", "recipe.yaml", "--model_name_or_path", "model", "--dataset_name", "puzzles.jsonl",
          "--output_dir", "out"]
-EVAL = ["eval", "--model", "model", "--dataset", "puzzles.jsonl", "--test-size", "8"]
+EVAL = ["eval", "--model_name_or_path", "model", "--dataset_name", "puzzles.jsonl", "--test-size", "8"]
 
 CASES = {
     # id: (argv, words the error line must contain)
@@ -263,24 +263,26 @@ CASES = {
                                               ["budget_schedule", "step 0", "[5, 16]", "command-line"]),
     "train-empty-after-filtering": ([*TRAIN, "--dataset_name", "invalid.jsonl", "--on_invalid_rows", "drop"],
                                     ["invalid.jsonl", "no valid rows"]),
-    "eval-missing-model": (["eval", "--model", "./no-model"], ["--model", "no-model"]),
-    "eval-model-is-a-file": (["eval", "--model", "a_file"], ["--model", "a_file", "not a folder"]),
-    "eval-hub-model-offline": (["eval", "--model", "nobody/no-such-model"], ["nobody/no-such-model", "offline"]),
-    "eval-zero-budget": ([*EVAL, "--max_tokens", "0"], ["--max_tokens"]),
-    "eval-wrongly-typed-budget": ([*EVAL, "--max_tokens", "many"], ["--max_tokens", "many"]),
-    "eval-missing-dataset": ([*EVAL, "--dataset", "nope.jsonl"], ["nope.jsonl"]),
-    "eval-empty-after-filtering": ([*EVAL, "--dataset", "invalid.jsonl", "--on-invalid-rows", "drop"],
+    "eval-missing-model": (["eval", "--model_name_or_path", "./no-model"], ["--model_name_or_path", "no-model"]),
+    "eval-model-is-a-file": (["eval", "--model_name_or_path", "a_file"],
+                             ["--model_name_or_path", "a_file", "not a folder"]),
+    "eval-hub-model-offline": (["eval", "--model_name_or_path", "nobody/no-such-model"],
+                               ["nobody/no-such-model", "offline"]),
+    "eval-zero-budget": ([*EVAL, "--max_completion_length", "0"], ["--max_completion_length"]),
+    "eval-wrongly-typed-budget": ([*EVAL, "--max_completion_length", "many"], ["--max_completion_length", "many"]),
+    "eval-missing-dataset": ([*EVAL, "--dataset_name", "nope.jsonl"], ["nope.jsonl"]),
+    "eval-empty-after-filtering": ([*EVAL, "--dataset_name", "invalid.jsonl", "--on-invalid-rows", "drop"],
                                    ["invalid.jsonl", "no valid rows"]),
     "eval-output-dir-is-a-file": ([*EVAL, "--output-dir", "a_file"], ["--output_dir", "a_file"]),
     "report-missing-run": (["report", "no-run"], ["no-run"]),
     "report-run-is-a-file": (["report", "a_file"], ["a_file"]),
     "report-folder-without-a-run": (["report", "folder"], ["folder"]),
-    "generate-zero": (["generate", "0", "--out", "new.jsonl"], ["n must be positive"]),
-    "generate-out-is-a-folder": (["generate", "5", "--out", "folder"], ["--out", "folder"]),
+    "generate-zero": (["generate", "0", "--output_file", "new.jsonl"], ["n must be positive"]),
+    "generate-out-is-a-folder": (["generate", "5", "--output_file", "folder"], ["--output_file", "folder"]),
     "verify-wrongly-typed-target": (["verify", "--nums", "1", "2", "--target", "x", "1+2"], ["--target", "'x'"]),
     "verify-missing-nums": (["verify", "--target", "3", "1+2"], ["--nums"]),
     "demo-output-dir-is-a-file": (["demo", "--quick", "--output-dir", "a_file"], ["a_file", "not a folder"]),
-    "demo-zero-steps": (["demo", "--quick", "--grpo-steps", "0"], ["--grpo_steps"]),
+    "demo-zero-steps": (["demo", "--quick", "--max-steps", "0"], ["--max_steps"]),
     "push-missing-run": (["push", "no-run", "--hub-model-id", "me/x"], ["no-run"]),
 }
 

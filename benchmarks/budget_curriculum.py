@@ -71,19 +71,19 @@ def thirds_schedule(budgets: list[int], steps: int) -> list[list[int]]:
 def study_config(args: argparse.Namespace) -> demo.DemoConfig:
     """The demo's settings (``--quick``: its quick ones) with toy_replication's SFT start and this study's dir."""
     config = demo.quick_config() if args.quick else demo.DemoConfig()
-    overrides = {"output_dir": args.output_dir, "seed": 0, **SFT, "grpo_steps": GRPO_STEPS}
+    overrides = {"output_dir": args.output_dir, "seed": 0, **SFT, "max_steps": GRPO_STEPS}
     if args.quick:  # 3 steps (one per budget), no in-training evaluation or checkpoint, 16 held-out puzzles
-        overrides.update(sft_steps=config.sft_steps, grpo_steps=3, in_training_eval=0, save_steps=1000,
+        overrides.update(sft_steps=config.sft_steps, max_steps=3, in_training_eval=0, save_steps=1000,
                          prompts_per_step=2, puzzles=replace(config.puzzles, num_eval=16))
-    if args.grpo_steps is not None:
-        overrides["grpo_steps"] = args.grpo_steps
+    if args.max_steps is not None:
+        overrides["max_steps"] = args.max_steps
     return replace(config, **overrides)
 
 
 def plan_runs(base: demo.DemoConfig, seeds: list[int], long_budget: int) -> list[tuple[str, demo.DemoConfig, dict]]:
     """``(run folder name, config, study record)`` for every run of (a) then (b)."""
     runs = []
-    schedule = thirds_schedule(list(BUDGETS), base.grpo_steps)
+    schedule = thirds_schedule(list(BUDGETS), base.max_steps)
     for part, variants in (
         ("a", [("curriculum", max(BUDGETS), schedule)] + [(f"fixed-{b}", b, None) for b in BUDGETS]),
         ("b", [(f"fixed-{long_budget}", long_budget, None)]),
@@ -220,7 +220,9 @@ def _finished(run_dir: Path, config: demo.DemoConfig, study: dict) -> bool:
         done = json.loads((run_dir / RUN_DONE_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return False
-    return done.get("identity") == _identity(config, study)
+    recorded = dict(done.get("identity") or {})
+    recorded["config"] = demo.with_current_field_names(recorded.get("config", {}))  # recorded before a rename
+    return recorded == _identity(config, study)
 
 
 def train_one(name: str, config: demo.DemoConfig, study: dict, warm: demo.WarmStart, out: Path) -> float:
@@ -278,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+",
                         help=f"RL seeds, one run per seed and configuration (default {' '.join(map(str, SEEDS))}; "
                         "--quick: 0)")
-    parser.add_argument("--grpo-steps", type=int, help=f"RL steps per run (default {GRPO_STEPS}; --quick: 3)")
+    parser.add_argument("--max-steps", "--grpo-steps", type=int,  # --grpo-steps: the old name, kept
+                        help=f"RL steps per run (default {GRPO_STEPS}; --quick: 3)")
     parser.add_argument("--long-budget", type=int,
                         help=f"the long budget of part (b), in tokens (default {LONG_BUDGET}; --quick: "
                         f"{QUICK_LONG_BUDGET})")
@@ -299,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     args.seeds = args.seeds or ([0] if args.quick else list(SEEDS))
     if args.long_budget is None:
         args.long_budget = QUICK_LONG_BUDGET if args.quick else LONG_BUDGET
-    if (args.grpo_steps is not None and args.grpo_steps < len(BUDGETS)) or args.long_budget <= 0:
-        parser.error(f"--grpo-steps must be >= {len(BUDGETS)} (one per budget) and --long-budget positive")
+    if (args.max_steps is not None and args.max_steps < len(BUDGETS)) or args.long_budget <= 0:
+        parser.error(f"--max-steps must be >= {len(BUDGETS)} (one per budget) and --long-budget positive")
     if len(set(args.seeds)) != len(args.seeds):
         parser.error("--seeds must be distinct")
     if args.jobs < 1 or (args.threads is not None and args.threads < 1):
@@ -360,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / TABLE_FILE).write_text(f"{tables}\n{timing}\n", encoding="utf-8")
     summary = {
         "command": "python benchmarks/budget_curriculum.py " + " ".join(argv),
-        "budgets": list(BUDGETS), "schedule": thirds_schedule(list(BUDGETS), base.grpo_steps),
+        "budgets": list(BUDGETS), "schedule": thirds_schedule(list(BUDGETS), base.max_steps),
         "long_budget": args.long_budget, "seeds": args.seeds, "parts": parts,
         "num_eval_puzzles": len(warm.puzzles["eval"]), "sft": warm.record, "runs": rows, "tables": tables,
         "lengths_csv_rows": lengths_rows, "run_seconds": sum(per_run),
@@ -368,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     write_json_atomic(out / RESULTS_FILE, summary)
     code = report_main([*map(str, run_dirs), "--out", str(out / "report"), "--samples", "1"])
-    print(f"\n== budget curriculum study: {len(run_dirs)} runs, {base.grpo_steps} RL steps each, seeds "
+    print(f"\n== budget curriculum study: {len(run_dirs)} runs, {base.max_steps} RL steps each, seeds "
           f"{' '.join(map(str, args.seeds))} ==\n")
     print(tables)
     print(f"{timing}\nfiles: {out / TABLE_FILE}, {out / RESULTS_FILE}, {out / LENGTHS_FILE}, report: {out / 'report'}")

@@ -88,8 +88,8 @@ def warm_up(out: Path, steps: int) -> Path:
 
     model = out / "warm"
     if not (model / "config.json").is_file():
-        code = warmup(["--task", WARMUP["task"], "--task-options", *WARMUP["task_options"], "--rows",
-                       str(WARMUP["rows"]), "--steps", str(steps), "--out", str(model)])
+        code = warmup(["--task", WARMUP["task"], "--task-options", *WARMUP["task_options"], "--num_rows",
+                       str(WARMUP["rows"]), "--max_steps", str(steps), "--output_dir", str(model)])
         if code:
             raise SystemExit(code)
     return model

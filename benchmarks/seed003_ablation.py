@@ -63,7 +63,7 @@ def prepare_start(args) -> tuple[Path, Path, dict]:
 
     out = Path(args.output_dir)
     config = toy_replication.replication_config(argparse.Namespace(
-        quick=args.quick, output_dir=str(args.sft_from or out / "toy"), seed=0, resume=True, grpo_steps=None))
+        quick=args.quick, output_dir=str(args.sft_from or out / "toy"), seed=0, resume=True, max_steps=None))
     demo.setup_environment(config.num_threads)
     warm = demo.warm_start(config)  # reuses a finished SFT stage made with the same settings
     data = out / "data"
@@ -74,7 +74,7 @@ def prepare_start(args) -> tuple[Path, Path, dict]:
 
 def base_recipe(sft_dir: Path, data: Path, num_eval: int, config, args) -> dict:
     """The toy replication's RL stage (``demo.rl_recipe``) as a ``countdown-rl train`` recipe."""
-    steps = config.grpo_steps if args.steps is None else args.steps
+    steps = config.max_steps if args.steps is None else args.steps
     return {
         "model_name_or_path": str(sft_dir), "dtype": "float32",
         "task": "countdown", "dataset_name": str(data), "dataset_split": "train",

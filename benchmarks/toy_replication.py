@@ -55,11 +55,11 @@ def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
     dir and overrides."""
     config = demo.quick_config() if args.quick else demo.DemoConfig()
     overrides = {"output_dir": args.output_dir, "seed": args.seed, "resume": args.resume, **SFT,
-                 "grpo_steps": GRPO_STEPS}
+                 "max_steps": GRPO_STEPS}
     if args.quick:  # the quick preset's step counts
-        overrides.update(sft_steps=config.sft_steps, grpo_steps=config.grpo_steps)
-    if args.grpo_steps is not None:
-        overrides["grpo_steps"] = args.grpo_steps
+        overrides.update(sft_steps=config.sft_steps, max_steps=config.max_steps)
+    if args.max_steps is not None:
+        overrides["max_steps"] = args.max_steps
     return replace(config, **overrides)
 
 
@@ -78,7 +78,9 @@ def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
         return None
     if not (run_dir / "eval" / "eval.json").is_file() or record is None:
         return None
-    if record.extra.get("replication") != json.loads(json.dumps(_identity(config, warm))):
+    recorded = dict(record.extra.get("replication") or {})
+    recorded["config"] = demo.with_current_field_names(recorded.get("config", {}))  # recorded before a rename
+    if recorded != json.loads(json.dumps(_identity(config, warm))):
         return None
     return read_eval(run_dir / "eval")["results"][0]
 
@@ -88,13 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", default="outputs/toy-replication", help="where every run goes")
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS),
                         help=f"completion budgets in tokens (default {' '.join(map(str, BUDGETS))})")
-    parser.add_argument("--grpo-steps", type=int, help=f"RL steps per run (default {GRPO_STEPS}; --quick: the demo's)")
+    parser.add_argument("--max-steps", "--grpo-steps", type=int,  # --grpo-steps: the old name, kept
+                        help=f"RL steps per run (default {GRPO_STEPS}; --quick: the demo's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of puzzles, model and every run (default 0)")
     parser.add_argument("--quick", action="store_true", help="smoke check: the demo's --quick settings")
     parser.add_argument("--resume", action="store_true", help="reuse finished stages and runs; resume the rest")
     args = parser.parse_args(argv)
-    if any(b <= 0 for b in args.budgets) or (args.grpo_steps is not None and args.grpo_steps <= 0):
-        parser.error("--budgets and --grpo-steps must be positive")
+    if any(b <= 0 for b in args.budgets) or (args.max_steps is not None and args.max_steps <= 0):
+        parser.error("--budgets and --max-steps must be positive")
     if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
         parser.error(f"--output-dir {args.output_dir} exists and is not a folder")
     budgets = sorted(set(args.budgets))
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json_atomic(out / RESULTS_FILE, summary)
 
     print(f"\n== toy replication: {len(warm.puzzles['eval'])} held-out puzzles, greedy, strict accuracy; "
-          f"{base.grpo_steps} RL steps per run, seed {base.seed} ==")
+          f"{base.max_steps} RL steps per run, seed {base.seed} ==")
     print(table)
     print(f"\nevery RL stage improved held-out accuracy: {'yes' if improved else 'NO'}")
     print(f"best: {display_name(best['algorithm'])} at {best['budget']} tokens, "

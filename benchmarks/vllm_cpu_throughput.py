@@ -168,7 +168,7 @@ def demo_rl_split(sft_dir: str, steps: int, seed: int = 0) -> dict:
     from countdown_rl.demo.stages import demo_puzzles, demo_record, rl_recipe, setup_environment, train_rl
     from countdown_rl.generation import vllm_sync
 
-    config = pretrained_config("smollm2", seed=seed, grpo_steps=steps, save_steps=steps + 1, in_training_eval=0)
+    config = pretrained_config("smollm2", seed=seed, max_steps=steps, save_steps=steps + 1, in_training_eval=0)
     setup_environment(config.num_threads)
     timings: dict[str, list[float]] = {"generate": [], "sync": []}
     # The sync is looked up by name when the engine reloads its weights.

@@ -4,8 +4,8 @@ A group whose samples all got the same reward has advantage 0 for every sample; 
 exactly 0 and so is its gradient, yet TRL forwards and backpropagates it with the rest. ``skip_zero_advantage``
 (``CountdownGRPOConfig``) leaves those rows out of the model passes and keeps the update the same.
 
-1. ``--model`` (a saved model folder, e.g. the SFT stage of ``countdown-rl demo --model smollm2``, ``OUT/sft``;
-   or ``tiny`` for a random tiny Qwen3) in a ``CountdownGRPOTrainer``: GRPO, beta 0, the demo's chat prompts on
+1. ``--model`` (a saved model folder, e.g. the SFT stage of ``countdown-rl demo --model_name_or_path smollm2``,
+   ``OUT/sft``; or ``tiny`` for a random tiny Qwen3) in a ``CountdownGRPOTrainer``: GRPO, beta 0, the demo's chat prompts on
    its RL puzzles, the Countdown reward, ``--prompts`` x ``--num-generations`` completions of at most
    ``--tokens``, bf16 autocast unless ``--fp32``: the real-model demo's RL step.
 2. ``--batches`` rollout batches from TRL's own generation and scoring (``_generate_and_score_completions``).

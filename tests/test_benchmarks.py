@@ -110,7 +110,7 @@ def test_toy_replication_quick_then_resume(tmp_path):
     """The toy replication end to end in --quick mode: one SFT start, GRPO and Dr.GRPO at two budgets, the
     table, the report built from the four runs, then --resume reusing every finished run."""
     out = tmp_path / "toy"
-    stdout = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--grpo-steps", "2",
+    stdout = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--max-steps", "2",
                   "--output-dir", str(out), timeout=400)
     header, rows = _table(stdout)
     assert header[:4] == ["algorithm", "max tokens", "zero-shot (SFT)", "trained"]
@@ -131,7 +131,7 @@ def test_toy_replication_quick_then_resume(tmp_path):
     assert all((report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in
                ("accuracy_vs_step.png", "accuracy_by_budget.png", "reward_vs_step.png"))
 
-    again = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--grpo-steps", "2",
+    again = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--max-steps", "2",
                  "--output-dir", str(out), "--resume", timeout=400)
     assert again.count("reusing the finished run") == 4 and "SFT warm-up: reusing" in again
     assert json.loads((out / "toy_replication.json").read_text())["runs"][0]["trained"] == summary["runs"][0]["trained"]

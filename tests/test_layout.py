@@ -278,9 +278,7 @@ def test_tests_mirror_the_package():
 
 # Countdown's own corners of the package: its plug-in is under tasks/, the demo and verify are Countdown's by design.
 COUNTDOWN_CORNERS = ("demo/", "commands/demo.py", "commands/verify.py")
-# Names still due to go: (file, identifier) -> why. The eval flag's attribute belongs to the flag rename
-# (``--num_puzzles`` -> ``--num_rows``); delete the entry once that lands.
-PENDING_RENAMES = {("commands/evaluate.py", "num_puzzles"): "args.num_puzzles, the --num_puzzles flag's attribute"}
+
 
 
 def identifiers(tree: ast.AST):
@@ -314,7 +312,7 @@ def test_the_core_has_no_countdown_words_in_its_names():
             continue
         relative = path.relative_to(PACKAGE).as_posix()
         for name, line in identifiers(ast.parse(path.read_text(encoding="utf-8"))):
-            if "puzzle" in name.lower() and (relative, name) not in PENDING_RENAMES:
+            if "puzzle" in name.lower():
                 wrong.append(f"countdown_rl/{relative}:{line}: {name} (the core says row, rows, num_rows)")
     assert not wrong, "\n".join(wrong)
 

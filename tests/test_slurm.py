@@ -182,7 +182,7 @@ def warm_model(tmp_path_factory):
     out = tmp_path_factory.mktemp("warm") / "model"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "warmup", "--task", "format_copy",
-                           "--task_options", "max_digits=3", "--rows", "400", "--steps", "40", "--out", str(out)],
+                           "--task_options", "max_digits=3", "--num_rows", "400", "--max_steps", "40", "--output_dir", str(out)],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return out

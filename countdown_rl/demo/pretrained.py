@@ -1,6 +1,7 @@
-"""``countdown-rl demo --model M``: the demo's stages on a real pretrained model (``smollm2``: SmolLM2-135M-Instruct).
+"""``countdown-rl demo --model_name_or_path M``: the demo's stages on a real pretrained model (``smollm2``:
+SmolLM2-135M-Instruct).
 
-1. Model: ``--model`` is a model folder, a Hub id in the local cache, a ``.gguf`` file or a packaged name
+1. Model: ``--model_name_or_path`` is a model folder, a Hub id in the local cache, a ``.gguf`` file or a packaged name
    (``smollm2``), converted once (:mod:`countdown_rl.models.source`); anything else is one line, naming the
    install command of the packaged models, before anything loads.
 2. Puzzles: the tiny demo's pool and split (:func:`countdown_rl.demo.stages.demo_puzzles`) in the model's chat
@@ -78,16 +79,18 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     """
     if quick:
         base = DemoConfig(
-            model=model, template="chat", puzzles=PuzzleSpec(num_sft=32, num_rl=16, num_eval=8),
-            sft_steps=2, sft_batch_size=4, sft_learning_rate=2e-5, grpo_steps=2, prompts_per_step=2,
+            model_name_or_path=model, prompt_template="chat",
+            puzzles=PuzzleSpec(num_sft=32, num_rl=16, num_eval=8),
+            sft_steps=2, sft_batch_size=4, sft_learning_rate=2e-5, max_steps=2, prompts_per_step=2,
             num_generations=4, grpo_learning_rate=1e-6, temperature=0.7, max_completion_length=48, save_steps=1,
             eval_steps=2, in_training_eval=4, eval_batch_size=8, transfer_budgets=(32, 48), num_transfer=4,
             bf16=True, mask_truncated_completions=True, skip_zero_advantage=True, quick=True,
         )
     else:
         base = DemoConfig(
-            model=model, template="chat", puzzles=PuzzleSpec(num_sft=2000, num_rl=1000, num_eval=300),
-            sft_steps=60, sft_batch_size=8, sft_learning_rate=5e-5, grpo_steps=40, prompts_per_step=4,
+            model_name_or_path=model, prompt_template="chat",
+            puzzles=PuzzleSpec(num_sft=2000, num_rl=1000, num_eval=300),
+            sft_steps=60, sft_batch_size=8, sft_learning_rate=5e-5, max_steps=40, prompts_per_step=4,
             num_generations=8, grpo_learning_rate=1e-5, temperature=0.7, max_completion_length=64, save_steps=5,
             eval_steps=10, in_training_eval=50, eval_batch_size=64, transfer_budgets=(128, 256), num_transfer=100,
             bf16=True, mask_truncated_completions=True, skip_zero_advantage=True,
@@ -99,15 +102,15 @@ def check_demo_model(model: str) -> None:
     """One line (ValueError) unless ``model`` is a loadable source; nothing is loaded or converted here."""
     from countdown_rl.models.source import PACKAGED_MODELS, check_model_file_source, check_model_source
 
-    if check_model_file_source(model, "--model"):
+    if check_model_file_source(model, "--model_name_or_path"):
         return
     try:
-        check_model_source(model, "--model")
+        check_model_source(model, "--model_name_or_path")
     except ValueError as err:
         packaged = ", ".join(f"{name} ({install})" for name, (_, _, install) in PACKAGED_MODELS.items())
         raise ValueError(f"{err}; packaged models: {packaged}") from None
     if Path(model).expanduser().is_dir() and not (Path(model).expanduser() / "config.json").is_file():
-        raise ValueError(f"--model {model}: a folder without config.json (not a saved model)")
+        raise ValueError(f"--model_name_or_path {model}: a folder without config.json (not a saved model)")
 
 
 def choose_backends(model_dir: str) -> tuple[str, str, str | None]:
@@ -119,7 +122,7 @@ def choose_backends(model_dir: str) -> tuple[str, str, str | None]:
     if not get_backend("vllm").installed():
         return "compiled", "transformers", "vLLM is not installed"
     try:
-        check_cpu_engine_model(model_dir, "--model")
+        check_cpu_engine_model(model_dir, "--model_name_or_path")
     except ValueError as err:
         return "compiled", "transformers", str(err)
     return "vllm", "vllm", None
@@ -180,7 +183,7 @@ class _Evaluator:
             meta = {"model": str(model_dir), "dataset": dataset, "stage": stage["stage"], "demo_stage": dict(stage)}
             model = engine if engine is not None else str(model_dir)
             results.append(evaluate_stage(model, None, puzzles, budgets=budgets, out_dir=out_dir, meta=meta,
-                                          batch_size=self.config.eval_batch_size, template=self.config.template,
+                                          batch_size=self.config.eval_batch_size, template=self.config.prompt_template,
                                           backend=self.backend, show_progress=not self.config.quick))
         del engine
         gc.collect()
@@ -219,7 +222,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output_dir {out} exists and is not a folder")
-    check_demo_model(str(config.model))
+    check_demo_model(str(config.model_name_or_path))
     setup_environment(config.num_threads)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB per engine: short prompts, 2 cores
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the demo prints a line per stage; vLLM's INFO buries them
@@ -229,8 +232,8 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     started, timings = time.time(), {}
     budget, name = config.max_completion_length, display_name(config.algorithm)
     t = time.time()
-    print_header(f"model: {config.model}")
-    source = resolve_model_source(str(config.model), "--model")
+    print_header(f"model: {config.model_name_or_path}")
+    source = resolve_model_source(str(config.model_name_or_path), "--model_name_or_path")
     base_dir = Path(source.path)
     print(f"loading from {base_dir}" + (" (converted from GGUF once, cached)" if source.conversion else ""))
     backend, eval_backend, why_not_vllm = choose_backends(str(base_dir))
@@ -254,8 +257,10 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
 
     # Base model: zero-shot.
     t = time.time()
-    base_record = {"stage": "base", "model": str(config.model), "source": source.record, "template": config.template,
-                   "puzzles": asdict(config.puzzles), "seed": config.seed, "transfer": len(transfer)}
+    # the record's keys stay as they were (a folder made before the field renames still resumes)
+    base_record = {"stage": "base", "model": str(config.model_name_or_path), "source": source.record,
+                   "template": config.prompt_template, "puzzles": asdict(config.puzzles), "seed": config.seed,
+                   "transfer": len(transfer)}
     print_header(f"base model, zero-shot: greedy, {budget} tokens -> {out / BASE_EVAL_DIR}")
     base_results = evaluator.evaluate(base_dir, jobs(out / BASE_EVAL_DIR, out / TRANSFER_DIR / "base"),
                                       base_record, dataset)
@@ -276,7 +281,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
         sft_warmup_on_traces(
             base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
             learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
-            show_progress=not config.quick, template=config.template, use_cpu=not torch.cuda.is_available()
+            show_progress=not config.quick, template=config.prompt_template, use_cpu=not torch.cuda.is_available()
         )
         finish_stage(sft_dir, sft_record, model=str(base_dir), dataset=dataset)
     timings["sft_s"] = time.time() - t
@@ -288,14 +293,14 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
 
     # RL.
     t = time.time()
-    print_header(f"{name}{' (LoRA)' if config.lora else ''} at {budget} tokens: {config.grpo_steps} steps x "
+    print_header(f"{name}{' (LoRA)' if config.lora else ''} at {budget} tokens: {config.max_steps} steps x "
             f"{config.prompts_per_step} prompts x {config.num_generations} samples, rollouts through {backend} "
             f"-> {run_dir}")
     # The final evaluation is the stage below (through vLLM where it runs, on the saved or merged model), so the
     # recipe leaves it out; the model card, the adapter merge (--lora) and the status are the recipe's.
     recipe = rl_recipe(config, sft_dir, run_dir, num_eval=len(puzzles["eval"]), generation=rollout_keys(backend),
                        final_eval=False)
-    run_info = {"base_model": str(config.model), **source.record, "rollout_backend": backend,
+    run_info = {"base_model": str(config.model_name_or_path), **source.record, "rollout_backend": backend,
                 "eval_backend": eval_backend, "why_not_vllm": why_not_vllm, "lora": config.lora}
     run = train_rl(recipe, puzzles["rl"], puzzles["eval"], record=demo_record(sft_dir, dataset, puzzles, run_info),
                    show_progress=not config.quick)
@@ -339,8 +344,8 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
              for label, results in zip(labels, (base_results, sft_results, final_results), strict=True)])
     paired = _paired(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, budget)
     results = {
-        "command": "countdown-rl demo", "model": config.model, "algorithm": config.algorithm, "lora": config.lora,
-        "max_completion_length": budget, "num_eval_puzzles": held_out[0].num_rows,
+        "command": "countdown-rl demo", "model": config.model_name_or_path, "algorithm": config.algorithm,
+        "lora": config.lora, "max_completion_length": budget, "num_eval_puzzles": held_out[0].num_rows,
         "dataset": config.puzzles.describe(), "rollout_backend": backend, "eval_backend": eval_backend,
         "base": held_out[0].to_dict(), "sft": held_out[1].to_dict(), "trained": held_out[2].to_dict(),
         "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy), "paired_test": paired,

@@ -120,7 +120,7 @@ class DemoConfig:
     sft_batch_size: int = 16
     sft_learning_rate: float = 2e-3
     # RL
-    grpo_steps: int = 300
+    max_steps: int = 300
     prompts_per_step: int = 4
     num_generations: int = 8
     grpo_learning_rate: float = 1e-4
@@ -144,8 +144,8 @@ class DemoConfig:
     resume: bool = False
     quick: bool = False
     # A real pretrained model (countdown_rl.demo.pretrained); None: the tiny random Qwen3 above
-    model: str | None = None
-    template: str = "r1_zero"  # the prompts' template: "chat" for an instruct model
+    model_name_or_path: str | None = None
+    prompt_template: str = "r1_zero"  # the prompts' template: "chat" for an instruct model
     lora: bool = False  # RL trains a LoRA adapter on the SFT model
     transfer_budgets: tuple[int, ...] = ()  # also evaluated on the assignment's puzzles at these budgets
     num_transfer: int = 0
@@ -154,12 +154,26 @@ class DemoConfig:
     bf16: bool = False
 
 
+# DemoConfig fields renamed to the recipe's (TRL's) names, old -> new: a record written before the rename (a
+# benchmark's ``asdict(config)``) still describes the same settings, so resuming its folder reuses its runs.
+RENAMED_FIELDS = {"grpo_steps": "max_steps", "model": "model_name_or_path", "template": "prompt_template"}
+
+
+def with_current_field_names(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded ``asdict(DemoConfig)`` with its renamed fields under their current names (:data:`RENAMED_FIELDS`).
+
+    >>> with_current_field_names({"grpo_steps": 300, "seed": 0})
+    {'max_steps': 300, 'seed': 0}
+    """
+    return {RENAMED_FIELDS.get(key, key): value for key, value in config.items()}
+
+
 def quick_config(**overrides: Any) -> DemoConfig:
     """The ~1-minute smoke version: same pipeline, few steps and puzzles, no accuracy gain expected."""
     base = DemoConfig(
         puzzles=PuzzleSpec(num_sft=256, num_rl=64, num_eval=32),
         sft_steps=30,
-        grpo_steps=4,
+        max_steps=4,
         prompts_per_step=4,
         num_generations=4,
         save_steps=2,
@@ -372,11 +386,11 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
         "model_name_or_path": str(sft_dir), "dtype": "auto",
         # the data: the demo's puzzles, as files (train_rl writes them)
         "task": "countdown", "dataset_name": str(Path(run_dir) / RL_DATA_DIR), "dataset_split": "train",
-        "eval_dataset_split": "test", "test_size": num_eval, "prompt_template": config.template,
+        "eval_dataset_split": "test", "test_size": num_eval, "prompt_template": config.prompt_template,
         "reward_funcs": list(reward_funcs), "eval_subset_size": in_training_eval,
         "final_eval_size": None if final_eval else 0, "resume": config.resume,
         # the run
-        "output_dir": str(run_dir), "algorithm": config.algorithm, "max_steps": config.grpo_steps,
+        "output_dir": str(run_dir), "algorithm": config.algorithm, "max_steps": config.max_steps,
         "per_device_train_batch_size": batch, "num_generations": config.num_generations,
         "gradient_accumulation_steps": 1, "num_iterations": 1,
         "max_completion_length": config.max_completion_length,
@@ -463,14 +477,14 @@ def prepare_run_dir(run: Path, resume: bool) -> None:
         raise ValueError(f"{run} exists and is not a {PROG} run directory; choose another --output_dir")
 
 
-def results_table(before, after, algorithm: str, grpo_steps: int) -> str:
+def results_table(before, after, algorithm: str, max_steps: int) -> str:
     """The before/after Markdown table printed at the end (and stored in demo_results.json)."""
     from countdown_rl.files import format_number, format_percent, render_markdown_table
 
     name = display_name(algorithm)
     rows = [
         [label, format_percent(r.accuracy), f"{r.correct} / {r.partial} / {r.failed}", format_number(r.mean_tokens)]
-        for label, r in ((f"SFT warm-up (before {name})", before), (f"after {name} ({grpo_steps} steps)", after))
+        for label, r in ((f"SFT warm-up (before {name})", before), (f"after {name} ({max_steps} steps)", after))
     ]
     return render_markdown_table(["model", "accuracy", "correct / partial / failed", "mean completion tokens"], rows)
 
@@ -561,7 +575,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     name = display_name(config.algorithm)
     schedule = config.budget_schedule
     budgets = describe_schedule(schedule) if schedule else str(budget)
-    print_header(f"{name} at {budgets} tokens: {config.grpo_steps} steps x {config.prompts_per_step} prompts x "
+    print_header(f"{name} at {budgets} tokens: {config.max_steps} steps x {config.prompts_per_step} prompts x "
             f"{config.num_generations} samples -> {run_dir}")
     recipe = rl_recipe(config, warm.sft_dir, run_dir, num_eval=len(puzzles["eval"]))
     trained: dict[str, Any] = {}

@@ -88,7 +88,7 @@ def is_adapter(model: str | Path) -> bool:
     return (Path(model).expanduser() / ADAPTER_CONFIG).is_file()
 
 
-def adapter_base(path: str | Path, key: str = "--model") -> str:
+def adapter_base(path: str | Path, key: str = "--model_name_or_path") -> str:
     """The base model an adapter folder names (``base_model_name_or_path``); one-line ValueError if none."""
     path = Path(path).expanduser()
     config = json.loads((path / ADAPTER_CONFIG).read_text(encoding="utf-8"))

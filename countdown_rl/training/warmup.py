@@ -10,9 +10,9 @@ advantage is zero). The CPU demo and the toy studies therefore start from a brie
    template renders both and the end of the turn is the template's.
 3. :func:`sft_warmup` runs TRL's ``SFTTrainer`` on them (loss on the completion only), a short constant-rate run
    that is stopped early on purpose, and saves model and tokenizer.
-4. ``countdown-rl warmup --task NAME --out DIR`` (:mod:`countdown_rl.commands.warmup`) does both on the tiny
-   offline Qwen3 (or ``--model``: a folder, Hub id, ``.gguf`` file or ``smollm2``) and the task's generated rows:
-   the starting point of the CPU recipes.
+4. ``countdown-rl warmup --task NAME --output_dir DIR`` (:mod:`countdown_rl.commands.warmup`) does both on the tiny
+   offline Qwen3 (or ``--model_name_or_path``: a folder, Hub id, ``.gguf`` file or ``smollm2``) and the task's
+   generated rows: the starting point of the CPU recipes.
 """
 
 from __future__ import annotations

@@ -25,13 +25,14 @@ def dataset(tmp_path):
 
 
 def _common(dataset, out) -> list[str]:
-    return ["--dataset", str(dataset), "--test-size", "4", "--output-dir", str(out), "--no-progress",
+    return ["--dataset_name", str(dataset), "--test-size", "4", "--output-dir", str(out), "--no-progress",
             "--batch-size", "4"]
 
 
 def test_eval_cli_end_to_end(tiny_model_dir, dataset, tmp_path, capsys):
     out = tmp_path / "eval"
-    assert eval_cli.main(["--model", str(tiny_model_dir), "--max_tokens", "8", "16", *_common(dataset, out)]) == 0
+    argv = ["--model_name_or_path", str(tiny_model_dir), "--max_completion_length", "8", "16", *_common(dataset, out)]
+    assert eval_cli.main(argv) == 0
     data = read_eval(out)
     assert [r.max_tokens for r in data["results"]] == [8, 16]
     assert all(r.num_rows == 4 for r in data["results"])
@@ -68,18 +69,19 @@ def test_eval_cli_lora_adapter(tiny_model_dir, dataset, tmp_path):
                                                                                          **kwargs)[1]
 
     out = tmp_path / "adapter_eval"
-    assert eval_cli.main(["--model", str(adapter), "--max-tokens", "4", *_common(dataset, out)]) == 0
+    argv = ["--model_name_or_path", str(adapter), "--max-completion-length", "4", *_common(dataset, out)]
+    assert eval_cli.main(argv) == 0
     assert read_eval(out)["results"][0].num_rows == 4
 
 
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--model", "./no/such/model"], "no such folder"),
-        (["--max_tokens", "0"], "budgets must be positive"),
+        (["--model_name_or_path", "./no/such/model"], "no such folder"),
+        (["--max_completion_length", "0"], "budgets must be positive"),
         (["--num_samples", "2"], "needs --temperature > 0"),
-        (["--num-puzzles", "0"], "must be positive"),
-        (["--dataset", "EMPTY"], "no rows"),
+        (["--num-rows", "0"], "must be positive"),
+        (["--dataset_name", "EMPTY"], "no rows"),
     ],
 )
 def test_eval_cli_errors_before_loading_a_model(extra, message, tiny_model_dir, dataset, tmp_path, monkeypatch,
@@ -90,7 +92,7 @@ def test_eval_cli_errors_before_loading_a_model(extra, message, tiny_model_dir, 
     monkeypatch.setattr(eval_cli, "load_evaluated_model", no_loading)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    argv = ["--model", str(tiny_model_dir), *_common(dataset, tmp_path / "out"), *extra]
+    argv = ["--model_name_or_path", str(tiny_model_dir), *_common(dataset, tmp_path / "out"), *extra]
     argv = [str(empty) if a == "EMPTY" else a for a in argv]
     assert eval_cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -101,6 +103,6 @@ def test_eval_cli_errors_before_loading_a_model(extra, message, tiny_model_dir, 
 def test_eval_dispatch_and_default_output_dir(tiny_model_dir):
     from countdown_rl.cli import main as cli_main
 
-    assert cli_main(["eval", "--model", "/no/such/dir"]) == 2
+    assert cli_main(["eval", "--model_name_or_path", "/no/such/dir"]) == 2
     assert eval_cli.default_output_dir(str(tiny_model_dir)) == Path(tiny_model_dir) / "eval"
     assert eval_cli.default_output_dir("Qwen/Qwen3-1.7B") == Path("eval_results/Qwen__Qwen3-1.7B")

@@ -79,8 +79,8 @@ def test_seeded_sampling_refuses_a_cpu_engine_with_chunked_prefill(tiny_vllm_mod
 
 @pytest.mark.slow  # the command's engine compiles its model (about a minute on 2 cores)
 def test_eval_command_vllm_equals_transformers(tiny_vllm_model_dir, puzzles, tmp_path):
-    common = ["--model", str(tiny_vllm_model_dir), "--dataset_name", str(puzzles), "--test_size", "8",
-              "--max_tokens", "8", "16", "--dtype", "float32", "--prompt_template", "chat", "--no_progress"]
+    common = ["--model_name_or_path", str(tiny_vllm_model_dir), "--dataset_name", str(puzzles), "--test_size", "8",
+              "--max_completion_length", "8", "16", "--dtype", "float32", "--prompt_template", "chat", "--no_progress"]
     assert eval_cli.main([*common, "--backend", "transformers", "--output_dir", str(tmp_path / "hf")]) == 0
     assert eval_cli.main([*common, "--backend", "vllm", "--output_dir", str(tmp_path / "vllm")]) == 0
     assert read_eval(tmp_path / "vllm")["meta"]["backend"] == "vllm"
@@ -101,11 +101,12 @@ def test_eval_command_merges_a_lora_adapter_for_vllm(tiny_vllm_model_dir, puzzle
     peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=32, target_modules=["q_proj", "v_proj"],
                                                  init_lora_weights=False))
     peft_model.save_pretrained(adapter)
-    common = ["--model", str(adapter), "--dataset_name", str(puzzles), "--test_size", "6", "--max_tokens", "12",
+    common = ["--model_name_or_path", str(adapter), "--dataset_name", str(puzzles), "--test_size", "6",
+              "--max_completion_length", "12",
               "--dtype", "float32", "--no_progress"]
     assert eval_cli.main([*common, "--backend", "transformers", "--output_dir", str(tmp_path / "hf")]) == 0
     assert eval_cli.main([*common, "--backend", "vllm", "--output_dir", str(tmp_path / "vllm")]) == 0
-    assert eval_cli.main(["--model", str(tiny_vllm_model_dir), *common[2:], "--backend", "transformers",
+    assert eval_cli.main(["--model_name_or_path", str(tiny_vllm_model_dir), *common[2:], "--backend", "transformers",
                           "--output_dir", str(tmp_path / "base")]) == 0
     assert _key(read_samples(tmp_path / "vllm")) == _key(read_samples(tmp_path / "hf"))
     assert _key(read_samples(tmp_path / "base")) != _key(read_samples(tmp_path / "hf"))  # the adapter mattered
@@ -119,7 +120,8 @@ def test_smollm2_greedy_completions_agree_across_backends(puzzles, tmp_path, mon
     least 7 of the 8 completions are identical (a near tie may flip one token in a long completion, which the rest
     then follows; the share is printed)."""
     monkeypatch.setenv("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))
-    common = ["--model", "smollm2", "--dataset_name", str(puzzles), "--test_size", "8", "--max_tokens", "64",
+    common = ["--model_name_or_path", "smollm2", "--dataset_name", str(puzzles), "--test_size", "8",
+              "--max_completion_length", "64",
               "--dtype", "float32", "--prompt_template", "chat", "--no_progress"]
     assert eval_cli.main([*common, "--backend", "transformers", "--output_dir", str(tmp_path / "hf")]) == 0
     assert eval_cli.main([*common, "--backend", "vllm", "--output_dir", str(tmp_path / "vllm")]) == 0

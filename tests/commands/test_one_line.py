@@ -3,6 +3,8 @@
 1. Every multi-word long option of every command's parser takes both spellings, ``--snake_case`` and
    ``--snake-case``, and both parse to the same values (``--x`` / ``--no_x`` switches: each form in both spellings).
 2. ``--help`` shows one spelling per option, the snake_case one; extra long aliases are accepted, not shown.
+   Renamed options (README, "Renamed options"): every old spelling still parses, to the new option, with one
+   warning line, and ``--help`` shows only the new one.
 3. ``eval``'s data flags are the recipe parser's own (``HfArgumentParser`` from ``DataArguments``), so ``eval``
    holds out what ``train`` held out.
 4. ``--budget_schedule``: ``0:8 2:16``, ``"[[0, 8], [2, 16]]"`` and the recipe's YAML list give one schedule; a
@@ -123,12 +125,15 @@ def test_help_shows_one_spelling_per_option(command):
         assert set(longs) & shown == expected, f"{command}: {action.option_strings}"
 
 
-def test_eval_hides_its_short_aliases_but_takes_them():
+def test_eval_hides_its_short_aliases_but_takes_them(capsys):
     parser = parser_of("eval")
     argv = [*required_argv(parser), "--dataset", "rows.jsonl", "--template", "plain"]
     args = parser.parse_args(argv)
     assert (args.dataset_name, args.prompt_template) == ("rows.jsonl", "plain")
     assert not re.search(r"--(dataset|template)\b(?!_)", parser.format_help())
+    assert capsys.readouterr().err.splitlines() == [  # deprecated since the recipe's names became the flags
+        f"countdown-rl eval: warning: --{old} is deprecated, use --{new} (the old spelling goes in the next release)"
+        for old, new in (("dataset", "dataset_name"), ("template", "prompt_template"))]
 
 
 def test_eval_data_flags_are_the_recipe_parsers():
@@ -188,3 +193,60 @@ def test_a_deprecated_spelling_still_parses_and_says_so_in_one_line(capsys):
     assert parser.parse_args(["--max_steps", "4"]).max_steps == 4
     assert capsys.readouterr().err == ""
     assert "grpo" not in parser.format_help()
+
+
+# (command, old spelling, new option, a value): every renamed option of every command (README, "Renamed options").
+RENAMED = [
+    ("eval", "--model", "--model_name_or_path", ["m"]),
+    ("eval", "--max_tokens", "--max_completion_length", ["8", "16"]),
+    ("eval", "--num_puzzles", "--num_rows", ["5"]),
+    ("eval", "--dataset", "--dataset_name", ["rows.jsonl"]),
+    ("eval", "--template", "--prompt_template", ["plain"]),
+    ("demo", "--model", "--model_name_or_path", ["smollm2"]),
+    ("demo", "--grpo_steps", "--max_steps", ["7"]),
+    ("warmup", "--model", "--model_name_or_path", ["m"]),
+    ("warmup", "--out", "--output_dir", ["w"]),
+    ("warmup", "--steps", "--max_steps", ["3"]),
+    ("warmup", "--rows", "--num_rows", ["9"]),
+    ("warmup", "--template", "--prompt_template", ["chat"]),
+    ("generate", "--out", "--output_file", ["rows.jsonl"]),
+]
+
+
+def test_the_renamed_table_is_every_deprecated_spelling():
+    from countdown_rl.commands.one_line import deprecated_spellings
+
+    declared = {(command, old, new) for command in COMMANDS
+                for old, new in deprecated_spellings(parser_of(command)).items()}
+    listed = {(command, spelling, new) for command, old, new, _ in RENAMED
+              for spelling in {old, "--" + old[2:].replace("_", "-")}}
+    assert declared == listed
+
+
+@pytest.mark.parametrize("hyphenated", [False, True], ids=["snake", "hyphen"])
+@pytest.mark.parametrize(("command", "old", "new", "value"), RENAMED, ids=[f"{c}{o}" for c, o, _, _ in RENAMED])
+def test_an_old_spelling_parses_to_the_new_option_with_one_warning(command, old, new, value, hyphenated, capsys):
+    parser = parser_of(command)
+    spelled = "--" + old[2:].replace("_", "-") if hyphenated else old
+    base = list(required_argv(parser))
+    required = {o for a in parser._actions if a.required for o in a.option_strings}
+    if new in required:  # the renamed option is the required one: given once, in its old spelling
+        at = base.index(new)
+        del base[at:at + 2]
+    args = parser.parse_args([*base, spelled, *value])
+    dest = parser._option_string_actions[new].dest
+    expected = parser.parse_args([*base, new, *value])
+    assert getattr(args, dest) == getattr(expected, dest) and vars(args) == vars(expected)
+    assert dest == new[2:]  # the value lands in the new name's attribute
+    assert capsys.readouterr().err == (f"{parser.prog}: warning: {spelled} is deprecated, use {new} "
+                                       "(the old spelling goes in the next release)\n")
+
+
+@pytest.mark.parametrize("command", sorted({c for c, _, _, _ in RENAMED}))
+def test_help_shows_only_the_new_spellings(command):
+    text = parser_of(command).format_help() + parser_of(command).format_usage()
+    for c, old, new, _ in RENAMED:
+        if c == command:
+            assert new in text, new
+            assert not re.search(rf"(?<![\w-]){re.escape(old)}(?![\w-])", text), old
+            assert not re.search(rf"(?<![\w-]){re.escape('--' + old[2:].replace('_', '-'))}(?![\w-])", text), old

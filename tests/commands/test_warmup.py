@@ -1,6 +1,6 @@
 """``countdown-rl warmup`` end to end, short: the tiny offline model saved as the base, then a two-step SFT on a
 task's generated rows, saved beside it (the start of the CPU recipes; ``benchmarks/seed002_study.py`` runs it long
-in the slow tier); a given model (``--model``) warmed up in its chat template, with the loss on the assistant's
+in the slow tier); a given model (``--model_name_or_path``) warmed up in its chat template, with the loss on the assistant's
 answer only. From a ``.gguf`` file: tests/models/test_source.py."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from countdown_rl.cli import main
 
 def test_warmup_writes_the_base_and_the_warmed_up_model(tmp_path, capsys):
     out, base = tmp_path / "warm", tmp_path / "warm-base"
-    assert main(["warmup", "--task", "format_copy", "--out", str(out), "--steps", "2", "--rows", "16",
+    assert main(["warmup", "--task", "format_copy", "--output_dir", str(out), "--max_steps", "2", "--num_rows", "16",
                  "--size", "test"]) == 0
     assert f"wrote the warmed-up format_copy model to {out} (base model: {base})" in capsys.readouterr().out
     for folder in (base, out):
@@ -27,8 +27,9 @@ def test_warmup_writes_the_base_and_the_warmed_up_model(tmp_path, capsys):
 
 def test_warmup_of_a_given_model_in_its_chat_template(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "warm"
-    assert main(["warmup", "--model", str(tiny_model_dir), "--task", "countdown", "--template", "chat", "--out",
-                 str(out), "--steps", "2", "--rows", "16", "--learning_rate", "1e-2"]) == 0
+    assert main(["warmup", "--model_name_or_path", str(tiny_model_dir), "--task", "countdown", "--prompt_template",
+                 "chat", "--output_dir", str(out), "--max_steps", "2", "--num_rows", "16",
+                 "--learning_rate", "1e-2"]) == 0
     assert f"(base model: {tiny_model_dir})" in capsys.readouterr().out
     assert not out.with_name("warm-base").exists()
     before, after = load_file(tiny_model_dir / "model.safetensors"), load_file(out / "model.safetensors")
@@ -56,15 +57,17 @@ def test_the_chat_completion_mask_covers_exactly_the_assistants_answer(tiny_mode
 
 def test_size_with_a_given_model_is_one_line(tiny_model_dir, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["warmup", "--model", str(tiny_model_dir), "--size", "test", "--task", "countdown", "--out",
-              str(tmp_path / "w")])
+        main(["warmup", "--model_name_or_path", str(tiny_model_dir), "--size", "test", "--task", "countdown",
+              "--output_dir", str(tmp_path / "w")])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and f"--size is the tiny model's; --model {tiny_model_dir} was given" in err
+    assert err.count("\n") == 0
+    assert f"--size is the tiny model's; --model_name_or_path {tiny_model_dir} was given" in err
 
 
 def test_a_missing_gguf_model_is_one_line_before_loading(tmp_path, capsys, no_loading):
-    assert main(["warmup", "--model", str(tmp_path / "no.gguf"), "--task", "countdown", "--out",
+    assert main(["warmup", "--model_name_or_path", str(tmp_path / "no.gguf"), "--task", "countdown", "--output_dir",
                  str(tmp_path / "w")]) == 2
-    assert capsys.readouterr().err.strip() == f"countdown-rl warmup: error: --model {tmp_path / 'no.gguf'}: no such GGUF file"
+    assert capsys.readouterr().err.strip() == \
+        f"countdown-rl warmup: error: --model_name_or_path {tmp_path / 'no.gguf'}: no such GGUF file"
     assert not (tmp_path / "w").exists()

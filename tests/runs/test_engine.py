@@ -144,9 +144,10 @@ def test_fsdp2_final_evaluation_equals_one_process_eval_of_the_saved_model(fsdp2
     _, full, _, _ = fsdp2_runs
     out = tmp_path / "eval"
     done = subprocess.run(
-        [sys.executable, "-m", "countdown_rl.commands.evaluate", "--model", str(full), "--dataset_name", str(puzzles),
-         "--test_size", "16", "--split_seed", "42", "--prompt_template", "r1_zero", "--num_puzzles", "7",
-         "--max_tokens", "16", "--output_dir", str(out), "--no_progress"],
+        [sys.executable, "-m", "countdown_rl.commands.evaluate", "--model_name_or_path", str(full),
+         "--dataset_name", str(puzzles),
+         "--test_size", "16", "--split_seed", "42", "--prompt_template", "r1_zero", "--num_rows", "7",
+         "--max_completion_length", "16", "--output_dir", str(out), "--no_progress"],
         cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert completions(out) == completions(full / "eval")

@@ -85,7 +85,7 @@ def test_the_demo_trains_through_the_guard_and_resumes_from_the_newest_complete_
         record = demo.demo_record(tiny_model_dir, "puzzles", {"sft": [], "rl": rows, "eval": held_out})
         return demo.train_rl(recipe, rows, held_out, record=record, show_progress=False).trained
 
-    train(grpo_steps=2)
+    train(max_steps=2)
     record = read_run_record(run)
     assert record.source == demo.DEMO_SOURCE and record.recipe["max_steps"] == 2  # the record train writes
     assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
@@ -93,9 +93,9 @@ def test_the_demo_trains_through_the_guard_and_resumes_from_the_newest_complete_
     damaged = run / "checkpoint-2"
     victim = next(name for name in json.loads((damaged / MANIFEST).read_text())["files"] if "optimizer" in name)
     (damaged / victim).unlink()
-    resumed = train(grpo_steps=3, resume=True)
+    resumed = train(max_steps=3, resume=True)
     assert resumed.resumed_from == str(run / "checkpoint-1") and resumed.global_step == 3
     assert f"skipping incomplete checkpoint {damaged}" in capsys.readouterr().err
     # a resume with another recipe is refused before anything loads
     with pytest.raises(OutputDirError, match=r"cannot resume.*learning_rate"):
-        train(grpo_steps=4, resume=True, grpo_learning_rate=0.5)
+        train(max_steps=4, resume=True, grpo_learning_rate=0.5)

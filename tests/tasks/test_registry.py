@@ -166,8 +166,8 @@ def test_train_smoke_run_and_eval_of_every_task(name, tiny_model_dir, tmp_path):
     assert all(f"rewards/{fn.__name__}/mean" in logged[0] for fn in get_task(name).get_reward_funcs(rewards))
 
     code = eval_main([
-        "--model", str(out), "--task", name, "--dataset_name", "generated", "--num_generated_rows", "48",
-        "--test_size", "8", "--prompt_template", template, "--max_tokens", "8", "16", "--output-dir",
+        "--model_name_or_path", str(out), "--task", name, "--dataset_name", "generated", "--num_generated_rows", "48",
+        "--test_size", "8", "--prompt_template", template, "--max_completion_length", "8", "16", "--output-dir",
         str(tmp_path / "eval"), "--no-progress", "--backend", "transformers",
     ])
     assert code == 0
