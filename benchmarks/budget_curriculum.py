@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         "total_seconds": round(time.time() - started, 1), "config": asdict(base),
     }
     write_json_atomic(out / RESULTS_FILE, summary)
-    code = report_main([*map(str, run_dirs), "--out", str(out / "report"), "--samples", "1"])
+    code = report_main([*map(str, run_dirs), "--output_dir", str(out / "report"), "--samples", "1"])
     print(f"\n== budget curriculum study: {len(run_dirs)} runs, {base.max_steps} RL steps each, seeds "
           f"{' '.join(map(str, args.seeds))} ==\n")
     print(tables)

@@ -1,7 +1,7 @@
-"""``countdown-rl report RUN_DIR... --out REPORT_DIR``: tables, plots and samples from training runs.
+"""``countdown-rl report RUN_DIR... --output_dir REPORT_DIR``: tables, plots and samples from training runs.
 
 ``countdown-rl report SWEEP_DIR`` (a sweep's output_root, holding ``sweep.json``): the sweep's summary table and one
-figure per axis (:mod:`countdown_rl.sweeps.report`), into ``SWEEP_DIR/report`` unless ``--out`` says otherwise.
+figure per axis (:mod:`countdown_rl.sweeps.report`), into ``SWEEP_DIR/report`` unless ``--output_dir`` says otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="training output_dir (trainer_state.json, run_info.json, eval/, zero_shot/), or one sweep's "
                    "output_root (sweep.json)")
-    p.add_argument("--out", default=None, help="report folder (default: report; for a sweep <sweep dir>/report)")
+    p.add_argument("--output_dir", default=None, deprecated=["--out"],
+                   help="report folder (default: report; for a sweep <sweep dir>/report)")
     p.add_argument("--samples", type=int, default=2, help="successes and failures shown per run (default 2)")
     return p
 
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if sweeps:
         if len(args.run_dirs) > 1:
             return fail(PROG, f"{sweeps[0]} is a sweep: report it alone")
-        out = Path(args.out or Path(sweeps[0]) / "report")
+        out = Path(args.output_dir or Path(sweeps[0]) / "report")
         try:
             sweep = write_sweep_report(sweeps[0], out)
         except (ReportError, ValueError, FileNotFoundError) as err:
@@ -43,13 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         print((out / "sweep.md").read_text(encoding="utf-8"))
         print(f"wrote the report of {len(sweep.results)} run(s) to {out}/: sweep.md, sweep.csv and the figures")
         return 0
-    args.out = args.out or "report"
+    args.output_dir = args.output_dir or "report"
     try:
-        runs = write_report(args.run_dirs, args.out, samples_per_kind=max(0, args.samples))
+        runs = write_report(args.run_dirs, args.output_dir, samples_per_kind=max(0, args.samples))
     except (ReportError, ValueError, FileNotFoundError) as err:
         return fail(PROG, err)
-    print((Path(args.out) / "results.md").read_text(encoding="utf-8"))
-    print(f"wrote {len(runs)} run(s) to {args.out}/: results.md, results.csv, samples.md, "
+    print((Path(args.output_dir) / "results.md").read_text(encoding="utf-8"))
+    print(f"wrote {len(runs)} run(s) to {args.output_dir}/: results.md, results.csv, samples.md, "
           + ", ".join(PLOTS.values()))
     return 0
 

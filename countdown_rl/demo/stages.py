@@ -296,31 +296,28 @@ def sft_warmup_on_traces(
     out_dir: str | Path,
     puzzles: Sequence[Mapping[str, Any]],
     *,
-    steps: int,
-    batch_size: int = 16,
-    learning_rate: float = 3e-3,
     trace: str = "solver",
     min_failed: int = 0,
     max_failed: int = 2,
     seed: int = 0,
     show_progress: bool = True,
     template: str = "r1_zero",
-    use_cpu: bool = True,
+    **sft: Any,
 ) -> Path:
     """Supervised warm-up on solver traces; the model and tokenizer are saved to ``out_dir``.
 
     Prompt = the r1_zero prompt (ends with ``<think>``), completion = ``solver_trace(open_think=False)`` (or
     ``search_trace`` with ``trace="search"``) + EOS, loss on the completion only. With ``template="chat"`` the
     prompt is the chat one and the trace, opening ``<think>`` itself, is the assistant's turn of the model's chat
-    template (:func:`countdown_rl.training.warmup.sft_examples`).
+    template (:func:`countdown_rl.training.warmup.sft_examples`). ``sft`` goes to
+    :func:`countdown_rl.training.warmup.sft_warmup` (``steps``, ``batch_size``, ``learning_rate``, ``use_cpu``).
     """
     from countdown_rl.training.warmup import sft_warmup
 
     examples = trace_examples(puzzles, trace=trace, template=template, min_failed=min_failed, max_failed=max_failed,
                               seed=seed)
-    callbacks = [progress_callback(max(1, steps // 10))] if show_progress else []
-    return sft_warmup(base_dir, out_dir, examples, steps=steps, batch_size=batch_size,
-                               learning_rate=learning_rate, seed=seed, callbacks=callbacks, use_cpu=use_cpu)
+    callbacks = [progress_callback(max(1, sft["steps"] // 10))] if show_progress else []
+    return sft_warmup(base_dir, out_dir, examples, seed=seed, callbacks=callbacks, **sft)
 
 
 def evaluate_stage(

@@ -210,6 +210,7 @@ RENAMED = [
     ("warmup", "--rows", "--num_rows", ["9"]),
     ("warmup", "--template", "--prompt_template", ["chat"]),
     ("generate", "--out", "--output_file", ["rows.jsonl"]),
+    ("report", "--out", "--output_dir", ["r"]),
 ]
 
 

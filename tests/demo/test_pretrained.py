@@ -183,8 +183,3 @@ def test_a_folder_that_is_not_a_model_is_one_line(tmp_path, capsys, no_loading):
         demo_cli.main(["--model_name_or_path", str(tmp_path / "empty"), "--quick", "--output_dir",
                        str(tmp_path / "o")])
     assert f"--model_name_or_path {tmp_path / 'empty'}: a folder without config.json" in capsys.readouterr().err
-
-
-def test_paired_counts_refuses_unpaired_rows():
-    with pytest.raises(ValueError, match="paired rows differ in number: 2 and 1"):
-        paired_counts([True, False], [True])

@@ -104,7 +104,7 @@ def test_report_reads_the_run_with_its_zero_shot(quick_runs, tmp_path):
 
     out, _, _ = quick_runs
     with contextlib.redirect_stdout(io.StringIO()):
-        assert report_cli.main([str(out / "grpo"), "--out", str(tmp_path / "report")]) == 0
+        assert report_cli.main([str(out / "grpo"), "--output_dir", str(tmp_path / "report")]) == 0
     markdown = (tmp_path / "report" / "results.md").read_text()
     assert "zero_shot/eval.json" not in markdown and "no trainer_state.json" not in markdown
     row = (tmp_path / "report" / "results.csv").read_text().splitlines()[1].split(",")

@@ -71,7 +71,7 @@ def _check_png(path: Path) -> None:
 def test_report_tables_plots_and_samples(runs, tmp_path, capsys):
     grpo, dr = runs
     out = tmp_path / "report"
-    assert report_cli.main([str(grpo), str(dr), "--out", str(out)]) == 0
+    assert report_cli.main([str(grpo), str(dr), "--output_dir", str(out)]) == 0
 
     with open(out / "results.csv", newline="") as f:
         rows = {row["run"]: row for row in csv.DictReader(f)}
@@ -147,7 +147,7 @@ def test_eval_only_run_draws_empty_curves(tmp_path):
     run = tmp_path / "eval_only"
     _write_eval(run / "eval", "m", {8: [GOOD]})
     out = tmp_path / "report"
-    assert report_cli.main([str(run), "--out", str(out)]) == 0
+    assert report_cli.main([str(run), "--output_dir", str(out)]) == 0
     md = (out / "results.md").read_text()
     assert "no trainer_state.json" in md and "Plots without data" in md
     for name in report.PLOTS.values():
@@ -155,10 +155,10 @@ def test_eval_only_run_draws_empty_curves(tmp_path):
 
 
 def test_report_errors(tmp_path, capsys):
-    assert report_cli.main([str(tmp_path / "missing"), "--out", str(tmp_path / "r")]) == 2
+    assert report_cli.main([str(tmp_path / "missing"), "--output_dir", str(tmp_path / "r")]) == 2
     assert "no such run directory" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
-    assert report_cli.main([str(tmp_path / "empty"), "--out", str(tmp_path / "r")]) == 2
+    assert report_cli.main([str(tmp_path / "empty"), "--output_dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("countdown-rl report: error:") and "neither trainer_state.json" in err
     assert not (tmp_path / "r").exists()

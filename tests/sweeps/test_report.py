@@ -52,8 +52,8 @@ def test_the_report_figures_are_valid_pngs(swept, tmp_path):
     assert [f.name for f in figures] == ["axis_num_iterations+dataset_name.png"]
     image = imread(figures[0])
     assert image.shape[0] > 300 and image.shape[1] > 1500 and image.std() > 0.01  # drawn, not blank
-    # `countdown-rl report <sweep dir> --out` writes the same files elsewhere
-    done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "report", str(root), "--out", str(tmp_path / "r")],
+    # `countdown-rl report <sweep dir> --output_dir` writes the same files elsewhere
+    done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "report", str(root), "--output_dir", str(tmp_path / "r")],
                           env=ENV, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r" / "sweep.csv").read_text() == (root / "report" / "sweep.csv").read_text()

@@ -17,16 +17,8 @@ from typing import Any
 
 from countdown_rl.tasks.base import RewardFunc, score_batch
 from countdown_rl.tasks.extraction import has_box_opening, last_boxed, last_number
-from countdown_rl.tasks.math.verifier import (
-    DEFAULT_TIMEOUT_SECONDS,
-    RIGHT,
-    TIMEOUT,
-    WRONG,
-    extract,
-    gold_number,
-    gold_problem,
-    verdict,
-)
+from countdown_rl.tasks.math.verifier import (DEFAULT_TIMEOUT_SECONDS, RIGHT, TIMEOUT, WRONG, extract, gold_number,
+                                             gold_problem, verdict)
 
 __all__ = ["MALFORMED_ROWS_METRIC", "REWARD_FUNCS", "TIMEOUTS_METRIC", "math_r1_zero_reward", "math_shaped_reward"]
 
