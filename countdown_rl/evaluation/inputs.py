@@ -76,7 +76,7 @@ def compiled_generation_for(model: str, task: Task, rows: Sequence[Mapping[str, 
         tokenizer = load_tokenizer(tokenizer_source)
         config = load_model_config(source)
     except (OSError, ValueError) as err:
-        raise ValueError(f"--model {model}: {' '.join(str(err).split())[:200]}") from None
+        raise ValueError(f"--model_name_or_path {model}: {' '.join(str(err).split())[:200]}") from None
     compiled = compiled_for(tokenizer, prompts_for(task, rows, template), max_tokens, dict(chat_template_kwargs))
     try:
         check_generation_lengths(tokenizer, config, compiled.buckets, max_tokens)
