@@ -104,19 +104,23 @@ def _wrong(gold: str) -> str:
     return str(int(gold) + 1) if gold.lstrip("-").isdigit() else gold + "+1"
 
 
-def math_completion(row: dict, kind: str, rng: random.Random) -> str:
-    gold, think = row["gold"], reasoning(rng)
-    if kind == "right":
-        return f"{think} </think> <answer>{gold}</answer>"
-    if kind == "right, other notation":
-        return f"{think} </think> <answer>{_other_notation(gold)}</answer>"
-    if kind == "right, boxed in tags":
-        return f"{think} </think> <answer>$\\boxed{{{gold}}}$</answer>"
-    if kind == "wrong":
-        return f"{think} </think> <answer>{_wrong(gold)}</answer>"
+def _tagged_completion(think: str, gold: str, kind: str, inside_tags: dict[str, str]) -> str:
+    """One completion of ``kind``: ``inside_tags`` holds the text inside <answer> for the kinds that have the tags."""
+    if kind in inside_tags:
+        return f"{think} </think> <answer>{inside_tags[kind]}</answer>"
     if kind == "boxed, no tags":
         return f"{think} So the answer is $\\boxed{{{gold}}}$."
     return f"{think} I am not sure."  # no format at all
+
+
+def math_completion(row: dict, kind: str, rng: random.Random) -> str:
+    gold = row["gold"]
+    return _tagged_completion(reasoning(rng), gold, kind, {
+        "right": gold,
+        "right, other notation": _other_notation(gold),
+        "right, boxed in tags": f"$\\boxed{{{gold}}}$",
+        "wrong": _wrong(gold),
+    })
 
 
 def countdown_completion(row: dict, kind: str, rng: random.Random) -> str:
@@ -167,19 +171,13 @@ def math_like_gold(rng: random.Random) -> str:
 
 def math_like_completion(row: dict, kind: str, rng: random.Random) -> str:
     """Like :func:`math_completion`; right answers differ from the gold as text, so they go through math-verify."""
-    gold, think = row["gold"], reasoning(rng)
-    if kind == "right":
-        return f"{think} </think> <answer>${gold}$</answer>"
-    if kind == "right, other notation":
-        return f"{think} </think> <answer>\\displaystyle {gold.replace(',', ' , ')}</answer>"
-    if kind == "right, boxed in tags":
-        return f"{think} </think> <answer>The answer is $\\boxed{{ {gold} }}$</answer>"
-    if kind == "wrong":
-        wrong = _regex(r"[0-9]").sub(lambda m: str((int(m.group()) + 1) % 10), gold, 1)
-        return f"{think} </think> <answer>{wrong}</answer>"
-    if kind == "boxed, no tags":
-        return f"{think} So the answer is $\\boxed{{{gold}}}$."
-    return f"{think} I am not sure."
+    gold = row["gold"]
+    return _tagged_completion(reasoning(rng), gold, kind, {
+        "right": f"${gold}$",
+        "right, other notation": f"\\displaystyle {gold.replace(',', ' , ')}",
+        "right, boxed in tags": f"The answer is $\\boxed{{ {gold} }}$",
+        "wrong": _regex(r"[0-9]").sub(lambda m: str((int(m.group()) + 1) % 10), gold, 1),
+    })
 
 
 # Per group of 8: 3 right, 1 right in another notation, 1 right boxed inside the tags, 1 wrong, 1 boxed without
