@@ -86,8 +86,8 @@ def test_generation_over_http_is_the_engines(server, model_dir):
 
 
 def test_eval_against_the_running_server(server, model_dir, puzzles, tmp_path):
-    common = ["--model", str(model_dir), "--dataset_name", str(puzzles), "--test_size", "6", "--max_tokens", "8",
-              "16", "--dtype", "float32", "--no_progress"]
+    common = ["--model_name_or_path", str(model_dir), "--dataset_name", str(puzzles), "--test_size", "6",
+              "--max_completion_length", "8", "16", "--dtype", "float32", "--no_progress"]
     assert eval_cli.main([*common, "--vllm_server_url", server, "--output_dir", str(tmp_path / "server")]) == 0
     assert eval_cli.main([*common, "--backend", "transformers", "--output_dir", str(tmp_path / "hf")]) == 0
     meta = read_eval(tmp_path / "server")["meta"]
@@ -99,7 +99,8 @@ def test_eval_against_the_running_server(server, model_dir, puzzles, tmp_path):
 
 
 def test_a_server_serving_another_model_is_one_line(server, tiny_model_dir, puzzles, tmp_path, capsys, no_loading):
-    argv = ["--model", str(tiny_model_dir), "--dataset_name", str(puzzles), "--test_size", "4", "--max_tokens", "8",
+    argv = ["--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--test_size", "4",
+            "--max_completion_length", "8",
             "--vllm_server_url", server, "--output_dir", str(tmp_path / "o")]
     assert eval_cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -109,7 +110,8 @@ def test_a_server_serving_another_model_is_one_line(server, tiny_model_dir, puzz
 
 def test_no_server_is_one_line(model_dir, puzzles, tmp_path, capsys, no_loading):
     url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
-    argv = ["--model", str(model_dir), "--dataset_name", str(puzzles), "--test_size", "4", "--max_tokens", "8",
+    argv = ["--model_name_or_path", str(model_dir), "--dataset_name", str(puzzles), "--test_size", "4",
+            "--max_completion_length", "8",
             "--vllm_server_url", url, "--output_dir", str(tmp_path / "o")]
     assert eval_cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
