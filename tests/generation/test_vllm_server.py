@@ -98,22 +98,24 @@ def test_eval_against_the_running_server(server, model_dir, puzzles, tmp_path):
             [(r["completion"], r["num_tokens"], r["truncated"]) for r in want]
 
 
-def test_a_server_serving_another_model_is_one_line(server, tiny_model_dir, puzzles, tmp_path, capsys, no_loading):
-    argv = ["--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--test_size", "4",
-            "--max_completion_length", "8",
-            "--vllm_server_url", server, "--output_dir", str(tmp_path / "o")]
+def _refused_eval(model, puzzles, url, out, capsys) -> str:
+    """Runs eval against ``url``, asserts it refused with exit 2 and one line, and returns that line."""
+    argv = ["--model_name_or_path", str(model), "--dataset_name", str(puzzles), "--test_size", "4",
+            "--max_completion_length", "8", "--vllm_server_url", url, "--output_dir", str(out)]
     assert eval_cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and f"--vllm_server_url {server}: the server serves" in err
+    assert err.count("\n") == 0
+    return err
+
+
+def test_a_server_serving_another_model_is_one_line(server, tiny_model_dir, puzzles, tmp_path, capsys, no_loading):
+    err = _refused_eval(tiny_model_dir, puzzles, server, tmp_path / "o", capsys)
+    assert f"--vllm_server_url {server}: the server serves" in err
     assert f"not {tiny_model_dir}" in err and not (tmp_path / "o").exists()
 
 
 def test_no_server_is_one_line(model_dir, puzzles, tmp_path, capsys, no_loading):
     url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
-    argv = ["--model_name_or_path", str(model_dir), "--dataset_name", str(puzzles), "--test_size", "4",
-            "--max_completion_length", "8",
-            "--vllm_server_url", url, "--output_dir", str(tmp_path / "o")]
-    assert eval_cli.main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and f"--vllm_server_url {url}: no server answers" in err
+    err = _refused_eval(model_dir, puzzles, url, tmp_path / "o", capsys)
+    assert f"--vllm_server_url {url}: no server answers" in err
 
