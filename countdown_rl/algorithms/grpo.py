@@ -86,12 +86,23 @@ def group_advantages(
         batch_std = _nanstd(rewards) if rewards.numel() > 1 else rewards.new_zeros(())
         centred = centred / (batch_std + advantage_eps)
     advantages = torch.nan_to_num(centred.reshape(-1), nan=0.0)
+    return advantages, advantage_stats(advantages, rewards, group_size)
 
+
+def advantage_stats(advantages: torch.Tensor, rewards: torch.Tensor, group_size: int) -> dict[str, float]:
+    """The share of groups scored all alike and the mean, std, min and max of flat ``advantages`` (any source).
+
+    >>> stats = advantage_stats(torch.tensor([0.5, -0.5, 0.0, 0.0]), torch.tensor([1.0, 0.0, 0.5, 0.5]), 2)
+    >>> stats["frac_zero_std_groups"], stats["max"]
+    (0.5, 0.5)
+    """
+    grouped = rewards.view(-1, group_size)
+    group_std = _nanstd(grouped, dim=1) if group_size > 1 else torch.zeros(grouped.size(0), dtype=rewards.dtype)
     zero_std = torch.isclose(torch.nan_to_num(group_std, nan=0.0), torch.zeros_like(group_std))
     spread = advantages.std() if advantages.numel() > 1 else advantages.new_zeros(())
-    values = torch.stack([zero_std.float().mean(), advantages.mean(), spread, advantages.min(), advantages.max()])
-    stats = dict(zip(("frac_zero_std_groups", "mean", "std", "min", "max"), values.tolist()))  # one device sync
-    return advantages, stats
+    values = torch.stack([zero_std.float().mean().to(advantages.dtype), advantages.mean(), spread, advantages.min(),
+                          advantages.max()])
+    return dict(zip(("frac_zero_std_groups", "mean", "std", "min", "max"), values.tolist()))  # one device sync
 
 
 def learning_rows(advantages: torch.Tensor) -> torch.Tensor:

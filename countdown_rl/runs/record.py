@@ -49,7 +49,8 @@ class RunRecord:
     dataset: str = "unknown"
     max_completion_length: int | None = None
     budget_schedule: list[list[int]] | None = None  # [[start_step, budget], ...] when the budget followed a schedule
-    reduction: str | None = None
+    reduction: str | None = None  # ours; None where TRL's loss_type carries its own reduction
+    loss_type: str | None = None  # TRL's loss type that ran (with hybrid: its second, clip-family half)
     std_normalization: str | None = None
     use_peft: bool = False
     num_processes: int = 1

@@ -1,16 +1,27 @@
 """``CountdownGRPOConfig``: TRL's ``GRPOConfig`` plus the GRPO / Dr.GRPO, generation-backend and budget keys.
 
-1. ``algorithm`` is a preset (:mod:`countdown_rl.algorithms.presets`); ``reduction`` and ``std_normalization``
-   override it; TRL's ``loss_type`` and ``scale_rewards`` are derived from them (set explicitly they must agree).
-2. ``generation_backend`` is settled against TRL's own keys (``use_vllm``, continuous batching) from the backend
+Every ``GRPOConfig`` field keeps TRL's meaning; with none of our keys set the run is stock TRL's. Where one of our
+keys and one of TRL's decide the same thing, one rule decides:
+
+1. ``reduction`` and TRL's ``loss_type`` are one decision under two names: ``masked_mean`` = ``grpo``,
+   ``masked_mean_drgrpo`` = ``dr_grpo``, ``token_mean`` = ``bnpo`` (their twins); ``hybrid`` mixes TRL's
+   ``dr_grpo`` and ``grpo`` losses; TRL's other loss types (``dapo``, ``luspo``, ``cispo``, ``sapo``, ``vespo``) carry
+   their own reduction. ``std_normalization`` and TRL's ``scale_rewards`` are one decision too (same values).
+   Set either name; set both, they must agree (a clash is one line naming both keys).
+2. ``algorithm`` is a preset (:mod:`countdown_rl.algorithms.presets`): it fills in the reduction and the std
+   normalisation you leave unset, under either name. Unset as well: TRL's defaults (``dapo``, ``group``).
+3. Our advantages (``grpo.group_advantages``: exact zeros for a tied group, ``baseline``, ``advantage_eps``) replace
+   TRL's once one of ``algorithm``, ``std_normalization``, ``baseline``, ``advantage_eps`` or
+   ``skip_zero_advantage`` is set; TRL's ``normalize_then_sum`` (GDPO) computes its own and takes none of them.
+4. A combination that cannot hold is refused in one line saying why (``skip_zero_advantage`` with a KL term, an
+   entropy bonus or entropy filtering; our reduction with a loss type that carries its own).
+5. ``generation_backend`` is settled against TRL's own keys (``use_vllm``, continuous batching) from the backend
    registry (:mod:`countdown_rl.generation.backends`): unset, it follows TRL's keys; set, it sets them.
-3. TRL options whose code paths :class:`countdown_rl.training.trainer.CountdownGRPOTrainer` does not reproduce
-   are refused. Every error is one line naming the keys.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from trl import GRPOConfig
 
@@ -19,62 +30,61 @@ from countdown_rl.algorithms.curriculum import budget_at, parse_budget_schedule,
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.generation.backends import BACKENDS, backend_names
 
-__all__ = ["REDUCTION_TO_LOSS_TYPE", "UNSUPPORTED_TRL_OPTIONS", "CountdownGRPOConfig", "reconcile_backend_keys"]
+__all__ = ["HYBRID_LOSS_TYPES", "REDUCTION_TO_LOSS_TYPE", "TRL_LOSS_TYPES", "CountdownGRPOConfig",
+           "reconcile_backend_keys"]
 
-# our reduction -> the TRL loss_type that reduces the same way (hybrid has none; TRL's value is then unused)
-REDUCTION_TO_LOSS_TYPE = {
-    "masked_mean": "grpo",
-    "masked_mean_drgrpo": "dr_grpo",
-    "token_mean": "bnpo",
-    "hybrid": "grpo",
-}
-# TRL options whose code paths our _compute_loss does not reproduce: (key, value that is supported)
-UNSUPPORTED_TRL_OPTIONS = {
-    "importance_sampling_level": "token",
-    "delta": None,
-    "top_entropy_quantile": 1.0,
-    "off_policy_mask_threshold": None,
-    "entropy_coef": 0.0,
-    "use_adaptive_entropy": False,
-    "multi_objective_aggregation": "sum_then_normalize",
-}
+# TRL 1.16's loss types (GRPOConfig.loss_type's help; tests/training/test_trl_pin.py checks the list)
+TRL_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo")
+# our reduction -> the TRL loss_type that reduces the same way (its twin)
+REDUCTION_TO_LOSS_TYPE = {"masked_mean": "grpo", "masked_mean_drgrpo": "dr_grpo", "token_mean": "bnpo"}
+LOSS_TYPE_TO_REDUCTION = {loss_type: reduction for reduction, loss_type in REDUCTION_TO_LOSS_TYPE.items()}
+# hybrid = alpha * TRL's first loss + (1 - alpha) * its second; loss_type then names the second (the clip family)
+HYBRID_LOSS_TYPES = ("dr_grpo", "grpo")
+_TRL_DEFAULT = {f.name: f.default for f in fields(GRPOConfig) if f.name in ("loss_type", "scale_rewards")}
+# our keys that make our advantages replace TRL's (rule 3)
+_ADVANTAGE_KEYS = ("algorithm", "std_normalization", "baseline", "advantage_eps")
 
 
 @dataclass
 class CountdownGRPOConfig(GRPOConfig):
-    """GRPOConfig plus the GRPO / Dr.GRPO knobs of countdown-rl.
+    """GRPOConfig plus the GRPO / Dr.GRPO knobs of countdown-rl (the rules: module docstring).
 
-    ``algorithm`` is a preset; ``reduction`` and ``std_normalization`` override it. TRL's ``loss_type`` and
-    ``scale_rewards`` are derived from them; set explicitly they must agree, or ``__post_init__`` says which keys
-    clash.
+    ``algorithm`` is a preset; ``reduction`` / ``loss_type`` and ``std_normalization`` / ``scale_rewards``, set under
+    either name, override it. With none of ours set, TRL's defaults and TRL's own advantages stand.
 
     >>> cfg = CountdownGRPOConfig(output_dir="/tmp/x", algorithm="dr_grpo", use_cpu=True, report_to="none")
     >>> cfg.reduction, cfg.std_normalization, cfg.loss_type, cfg.scale_rewards
     ('masked_mean_drgrpo', 'none', 'dr_grpo', 'none')
+    >>> cfg = CountdownGRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to="none")
+    >>> cfg.reduction, cfg.loss_type, cfg.scale_rewards, cfg.algorithm_label
+    (None, 'dapo', 'group', 'dapo')
     """
 
-    algorithm: str = field(
-        default="grpo",
+    algorithm: str | None = field(
+        default=None,
         metadata={
             "help": "Preset: 'grpo' (std-normalised advantages, per-sequence masked_mean) or 'dr_grpo' "
-            "(mean-only advantages, constant-normalised sum).",
-            "choices": list(ALGORITHMS),
+            "(mean-only advantages, constant-normalised sum); it fills in reduction and std_normalization (or "
+            "their TRL names loss_type and scale_rewards) where those are unset. Default: none, TRL's own defaults.",
+            "choices": [*ALGORITHMS, None],
         },
     )
     reduction: str | None = field(
         default=None,
         metadata={
-            "help": "Loss reduction: 'masked_mean', 'masked_mean_drgrpo', 'token_mean' or 'hybrid'. "
-            "Default: the algorithm's.",
+            "help": "Loss reduction: 'masked_mean' (TRL's loss_type 'grpo'), 'masked_mean_drgrpo' ('dr_grpo'), "
+            "'token_mean' ('bnpo') or 'hybrid' (alpha * TRL's dr_grpo loss + (1 - alpha) * its grpo loss). Set this "
+            "or loss_type (both: they must agree). Default: the algorithm's, else loss_type's twin (None for TRL's "
+            "loss types with a reduction of their own: dapo, luspo, cispo, sapo, vespo).",
             "choices": [*grpo.REDUCTIONS, None],
         },
     )
     drgrpo_num_tokens: int | None = field(
         default=None,
         metadata={"help": "Dr.GRPO's constant normaliser (tokens per sequence). Default: the rollout's completion "
-                  "budget, i.e. max_completion_length, or with budget_schedule the budget the rollout was generated "
-                  "with (a full-budget sequence then weighs as much at every stage); set it to keep one constant "
-                  "for the whole run."},
+                  "budget, i.e. max_completion_length (TRL's dr_grpo constant), or with budget_schedule the budget "
+                  "the rollout was generated with (a full-budget sequence then weighs as much at every stage); set it "
+                  "to keep one constant for the whole run."},
     )
     hybrid_alpha: float | None = field(
         default=None,
@@ -83,43 +93,49 @@ class CountdownGRPOConfig(GRPOConfig):
             "masked_mean. Required with reduction='hybrid'."
         },
     )
-    baseline: str = field(
-        default="group_mean",
+    baseline: str | None = field(
+        default=None,
         metadata={
-            "help": "Advantage baseline: 'group_mean' (GRPO) or 'none' (plain REINFORCE on raw rewards).",
-            "choices": list(grpo.BASELINES),
+            "help": "Advantage baseline: 'group_mean' (GRPO, TRL's) or 'none' (plain REINFORCE on raw rewards). "
+            "Default: group_mean.",
+            "choices": [*grpo.BASELINES, None],
         },
     )
     std_normalization: str | None = field(
         default=None,
         metadata={
-            "help": "Divide advantages by the reward std of the 'group', of the whole 'batch', or 'none'. "
-            "Default: the algorithm's.",
+            "help": "Divide advantages by the reward std of the 'group', of the whole 'batch', or 'none' (TRL's "
+            "scale_rewards under our name: set either; both must agree). Default: the algorithm's, else "
+            "scale_rewards, else TRL's 'group'.",
             "choices": [*grpo.STD_NORMALIZATIONS, None],
         },
     )
-    advantage_eps: float = field(
-        default=1e-4,
-        metadata={"help": "Added to the std before dividing (1e-4 is the value TRL hard-codes)."},
+    advantage_eps: float | None = field(
+        default=None,
+        metadata={"help": "Added to the std before dividing. Default: 1e-4 (the value TRL hard-codes)."},
     )
     skip_zero_advantage: bool = field(
         default=False,
         metadata={"help": "Leave the completions whose advantage is exactly 0 (every sample of their group scored "
-                  "alike) out of the loss's forward and backward. With beta 0 they add nothing to the gradient, so "
-                  "the update is the same (they still count in the reduction's denominators) and the training "
-                  "step is cheaper by their share. The entropy and clip-ratio logs (and a MoE router's auxiliary "
-                  "loss) then cover the trained completions only; `skipped_completions` logs the share skipped. "
-                  "Needs beta 0: the KL term gives every completion a gradient."},
+                  "alike) out of the loss's forward and backward. Without a KL term or an entropy bonus they add "
+                  "nothing to the gradient, so the update is the same for every loss type (they still count in the "
+                  "reduction's denominators) and the training step is cheaper by their share. The entropy and "
+                  "clip-ratio logs (and a MoE router's auxiliary loss) then cover the trained completions only; "
+                  "`skipped_completions` logs the share skipped. Needs beta 0, no entropy bonus and no "
+                  "top_entropy_quantile filter (its quantile is taken over every completion)."},
     )
     loss_type: str | None = field(
         default=None,
-        metadata={"help": "TRL's loss type. Leave unset: it is derived from `reduction`; a clash is an error."},
+        metadata={"help": f"TRL's loss type ({', '.join(TRL_LOSS_TYPES)}), with TRL's meaning. One decision with "
+                  "`reduction` (grpo = masked_mean, dr_grpo = masked_mean_drgrpo, bnpo = token_mean): set either; "
+                  "both must agree. Default: the reduction's twin, else TRL's 'dapo'."},
     )
     scale_rewards: str | None = field(
         default=None,
         metadata={
-            "help": "TRL's reward scaling. Leave unset: it is derived from `std_normalization`; a clash is an "
-            "error."
+            "help": "TRL's reward scaling ('group' or true, 'batch', 'none' or false), with TRL's meaning: "
+            "`std_normalization` under TRL's name (set either; both must agree). Default: std_normalization, "
+            "else TRL's 'group'."
         },
     )
 
@@ -158,36 +174,65 @@ class CountdownGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        self.settle_countdown_keys()
+        super().__post_init__()
+
+    @classmethod
+    def from_trl(cls, args: GRPOConfig) -> CountdownGRPOConfig:
+        """A plain (already initialised) ``GRPOConfig`` as a ``CountdownGRPOConfig`` with none of our keys set.
+
+        TRL's ``__post_init__`` is not run again (it is not idempotent); only our keys are settled.
+
+        >>> trl_args = GRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to="none", loss_type="dr_grpo")
+        >>> ours = CountdownGRPOConfig.from_trl(trl_args)
+        >>> ours.loss_type, ours.reduction, ours.algorithm_label
+        ('dr_grpo', 'masked_mean_drgrpo', 'dr_grpo (std group)')
+        """
+        config = cls.__new__(cls)
+        config.__dict__.update(vars(args))
+        for f in fields(cls):
+            if f.name not in config.__dict__:
+                config.__dict__[f.name] = f.default
+        config.settle_countdown_keys()
+        return config
+
+    def settle_countdown_keys(self) -> None:
+        """Our part of ``__post_init__``: validate our keys and settle them against TRL's (module docstring)."""
         reconcile_backend_keys(self)  # generation_backend vs use_vllm / continuous batching / buckets
         buckets = self.generation_prompt_buckets
         if buckets is not None and (not buckets or min(buckets) <= 0):
             raise ValueError(f"generation_prompt_buckets must be positive token counts, got {buckets}")
-        if self.algorithm not in ALGORITHMS:
+        if self.algorithm is not None and self.algorithm not in ALGORITHMS:
             raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {self.algorithm!r}")
-        preset = ALGORITHMS[self.algorithm]
-        preset_reduction, preset_std = preset.reduction, preset.std_normalization
-        self.reduction = self.reduction or preset_reduction
-        self.std_normalization = self.std_normalization or preset_std
-        if self.reduction not in grpo.REDUCTIONS:
-            raise ValueError(f"reduction must be one of {list(grpo.REDUCTIONS)}, got {self.reduction!r}")
-        if self.std_normalization not in grpo.STD_NORMALIZATIONS:
-            raise ValueError(
-                f"std_normalization must be one of {list(grpo.STD_NORMALIZATIONS)}, got {self.std_normalization!r}"
-            )
-        if self.baseline not in grpo.BASELINES:
-            raise ValueError(f"baseline must be one of {list(grpo.BASELINES)}, got {self.baseline!r}")
+        self._own_advantages = any(getattr(self, key) is not None for key in _ADVANTAGE_KEYS)
+        if self.multi_objective_aggregation == "normalize_then_sum":
+            given = [key for key in _ADVANTAGE_KEYS if getattr(self, key) is not None]
+            if given:
+                raise ValueError(f"multi_objective_aggregation='normalize_then_sum' computes GDPO's advantages "
+                                 f"itself and takes no {given[0]}; unset it (reduction / loss_type still apply)")
+        else:
+            self._own_advantages = self._own_advantages or self.skip_zero_advantage
+        self._settle_reduction()
+        if self.multi_objective_aggregation != "normalize_then_sum":  # GDPO's advantages read none of these
+            self._settle_std_normalization()
+            self.baseline = self.baseline or "group_mean"
+            self.advantage_eps = 1e-4 if self.advantage_eps is None else self.advantage_eps
+            if self.baseline not in grpo.BASELINES:
+                raise ValueError(f"baseline must be one of {list(grpo.BASELINES)}, got {self.baseline!r}")
+            if self.advantage_eps < 0:
+                raise ValueError(f"advantage_eps must be >= 0, got {self.advantage_eps}")
         if self.reduction == "hybrid":
             if self.hybrid_alpha is None or not 0.0 <= self.hybrid_alpha <= 1.0:
                 raise ValueError(f"reduction 'hybrid' needs hybrid_alpha in [0, 1], got {self.hybrid_alpha}")
         elif self.hybrid_alpha is not None:
             raise ValueError(f"hybrid_alpha is set but reduction is {self.reduction!r}, not 'hybrid'")
-        if self.drgrpo_num_tokens is not None and self.drgrpo_num_tokens <= 0:
-            raise ValueError(f"drgrpo_num_tokens must be positive, got {self.drgrpo_num_tokens}")
-        if self.advantage_eps < 0:
-            raise ValueError(f"advantage_eps must be >= 0, got {self.advantage_eps}")
-        if self.skip_zero_advantage and self.beta != 0.0:
-            raise ValueError(f"skip_zero_advantage needs beta 0 (got beta={self.beta}): the KL term gives the "
-                             "zero-advantage completions a gradient too")
+        if self.drgrpo_num_tokens is not None:
+            if self.drgrpo_num_tokens <= 0:
+                raise ValueError(f"drgrpo_num_tokens must be positive, got {self.drgrpo_num_tokens}")
+            if self.reduction not in ("masked_mean_drgrpo", "hybrid"):
+                raise ValueError(f"drgrpo_num_tokens is Dr.GRPO's normaliser, but loss_type={self.loss_type!r} "
+                                 "does not divide by it; unset it, or use reduction masked_mean_drgrpo or hybrid")
+        self._refuse_skip_clashes()
         if self.budget_schedule is not None:
             self.budget_schedule = parse_budget_schedule(self.budget_schedule, self.max_completion_length)
             fixed = sorted({"max_new_tokens", "max_tokens"} & set(self.generation_kwargs or {}))
@@ -198,28 +243,77 @@ class CountdownGRPOConfig(GRPOConfig):
         if self.shuffle_dataset is None:
             self.shuffle_dataset = True
 
-        derived_loss_type = REDUCTION_TO_LOSS_TYPE[self.reduction]
-        if self.loss_type is not None and self.loss_type != derived_loss_type:
-            raise ValueError(
-                f"loss_type={self.loss_type!r} clashes with reduction={self.reduction!r} "
-                f"(algorithm={self.algorithm!r}), which TRL calls loss_type={derived_loss_type!r}; "
-                "leave loss_type unset, or set algorithm/reduction instead"
-            )
-        self.loss_type = derived_loss_type
+    def _settle_reduction(self) -> None:
+        """``reduction`` vs ``loss_type`` (rule 1), the preset filling in what is unset (rule 2)."""
+        if self.reduction is not None and self.reduction not in grpo.REDUCTIONS:
+            raise ValueError(f"reduction must be one of {list(grpo.REDUCTIONS)}, got {self.reduction!r}")
+        if self.loss_type is not None and self.loss_type not in TRL_LOSS_TYPES:
+            raise ValueError(f"loss_type must be one of TRL's {list(TRL_LOSS_TYPES)}, got {self.loss_type!r}")
+        if self.reduction is not None and self.loss_type is not None:
+            twin = REDUCTION_TO_LOSS_TYPE.get(self.reduction)
+            if twin != self.loss_type:
+                why = (f"which TRL calls loss_type={twin!r}" if twin else
+                       f"which mixes TRL's {' and '.join(HYBRID_LOSS_TYPES)} losses")
+                raise ValueError(f"loss_type={self.loss_type!r} clashes with reduction={self.reduction!r}, {why}; "
+                                 "set one of them")
+        elif self.loss_type is not None:
+            self.reduction = LOSS_TYPE_TO_REDUCTION.get(self.loss_type)  # None: the loss type's own reduction
+        elif self.reduction is None and self.algorithm is not None:
+            self.reduction = ALGORITHMS[self.algorithm].reduction
+        if self.loss_type is None:
+            if self.reduction is None:
+                self.loss_type = _TRL_DEFAULT["loss_type"]
+            else:
+                self.loss_type = REDUCTION_TO_LOSS_TYPE.get(self.reduction, HYBRID_LOSS_TYPES[-1])
+
+    def _settle_std_normalization(self) -> None:
+        """``std_normalization`` vs ``scale_rewards`` (rule 1), the preset filling in what is unset (rule 2)."""
         scale = {True: "group", False: "none"}.get(self.scale_rewards, self.scale_rewards)
-        if scale is not None and scale != self.std_normalization:
-            raise ValueError(
-                f"scale_rewards={self.scale_rewards!r} clashes with std_normalization={self.std_normalization!r} "
-                f"(algorithm={self.algorithm!r}); leave scale_rewards unset, or set std_normalization instead"
-            )
-        self.scale_rewards = self.std_normalization
-        for key, supported in UNSUPPORTED_TRL_OPTIONS.items():
-            if getattr(self, key) != supported:
-                raise ValueError(
-                    f"{key}={getattr(self, key)!r} is not supported by CountdownGRPOTrainer (only {supported!r}); "
-                    "use trl.GRPOTrainer for that feature"
-                )
-        super().__post_init__()
+        std = self.std_normalization
+        for key, value in (("std_normalization", std), ("scale_rewards", scale)):
+            if value is not None and value not in grpo.STD_NORMALIZATIONS:
+                raise ValueError(f"{key} must be one of {list(grpo.STD_NORMALIZATIONS)}, got {value!r}")
+        if std is not None and scale is not None and std != scale:
+            raise ValueError(f"scale_rewards={self.scale_rewards!r} clashes with std_normalization={std!r} "
+                             "(one setting under TRL's name and ours); set one of them")
+        std = std or scale
+        if std is None:
+            std = ALGORITHMS[self.algorithm].std_normalization if self.algorithm else _TRL_DEFAULT["scale_rewards"]
+        self.std_normalization = self.scale_rewards = std
+
+    def _refuse_skip_clashes(self) -> None:
+        """``skip_zero_advantage`` leaves rows out of the forward: refused where they would still move the update."""
+        if not self.skip_zero_advantage:
+            return
+        if self.beta != 0.0:
+            raise ValueError(f"skip_zero_advantage needs beta 0 (got beta={self.beta}): the KL term gives the "
+                             "zero-advantage completions a gradient too")
+        if self.entropy_coef != 0.0 or self.use_adaptive_entropy:
+            raise ValueError("skip_zero_advantage needs no entropy bonus (entropy_coef 0, use_adaptive_entropy "
+                             "false): the bonus gives the zero-advantage completions a gradient too")
+        if self.top_entropy_quantile < 1.0:
+            raise ValueError(f"skip_zero_advantage clashes with top_entropy_quantile={self.top_entropy_quantile}: "
+                             "its entropy quantile is taken over every completion, skipped ones included")
+
+    @property
+    def algorithm_label(self) -> str:
+        """What the loss and advantages are, for records and cards: the preset they equal, else TRL's loss type
+        (or our reduction) and the std normalisation.
+
+        >>> CountdownGRPOConfig(output_dir="/tmp/x", use_cpu=True, report_to="none", loss_type="grpo").algorithm_label
+        'grpo'
+        """
+        loss = f"hybrid {self.hybrid_alpha}" if self.reduction == "hybrid" else self.loss_type
+        if self.multi_objective_aggregation == "normalize_then_sum":
+            return f"{loss} (GDPO advantages)"
+        plain = self.baseline == "group_mean"
+        for name, preset in ALGORITHMS.items():
+            if plain and (preset.reduction, preset.std_normalization) == (self.reduction, self.std_normalization):
+                return name
+        if plain and self.reduction is None and self.std_normalization == _TRL_DEFAULT["scale_rewards"]:
+            return loss
+        baseline = "" if plain else f", baseline {self.baseline}"
+        return f"{loss} (std {self.std_normalization}{baseline})"
 
     def apply_data_order(self, data_order: str) -> None:
         """Set ``shuffle_dataset`` for the recipe's ``data_order`` (an explicit ``true`` with a fixed order raises).

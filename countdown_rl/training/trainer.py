@@ -1,16 +1,18 @@
-"""``CountdownGRPOTrainer``: TRL's GRPOTrainer with our advantage and loss-reduction maths.
+"""``CountdownGRPOTrainer``: TRL's GRPOTrainer, a superset: every TRL option works, ours are added on top.
 
-TRL runs the loop (generation, vLLM, reference model, accumulation, logging, checkpoints). We replace two pieces:
+TRL runs the loop (generation, vLLM, reference model, accumulation, logging, checkpoints) and the loss (every loss
+type, importance-sampling level, entropy filter and bonus, masks); with none of our keys set a step is stock TRL's.
+Our hooks call TRL for everything they do not change:
 
 1. Advantages: ``_calculate_rewards`` (TRL's, gathered across processes) is captured; after TRL's
-   ``_generate_and_score_completions`` we recompute the advantages with ``grpo.group_advantages`` and keep this
-   process's slice. The task's outcome metrics (``outcomes/correct`` ...) and advantage metrics are logged.
-2. Loss: ``_compute_loss`` is re-implemented compactly on ``grpo.compute_loss`` + ``grpo.reduce_loss``, keeping
-   TRL's k3 KL (with its bias-correction factor), the vLLM importance-sampling ratio, tool masks, MoE aux loss,
-   division by the accumulation steps, and the entropy / KL / clip-ratio logs. With ``skip_zero_advantage`` only
-   the completions with a non-zero advantage go through the model; zeros stand in for the others' loss in the
-   reduction, so the update is the whole batch's.
-
+   ``_generate_and_score_completions`` our ``grpo.group_advantages`` replace TRL's where our keys ask for them
+   (:mod:`countdown_rl.training.config`, rule 3), this process's slice kept. The task's outcome metrics
+   (``outcomes/correct`` ...) and advantage metrics are logged.
+2. Loss: TRL's ``_compute_loss``, around which (a) the Dr.GRPO constant is the rollout's budget or
+   ``drgrpo_num_tokens``; (b) ``hybrid`` is alpha * TRL's dr_grpo loss + (1 - alpha) * its grpo loss from one
+   forward pass (the second pass reuses the first's log-probs; its side effects on the trainer are undone and its
+   metrics mixed alike); (c) ``skip_zero_advantage`` forwards only the rows with a non-zero advantage and rescales
+   TRL's reduction to the whole batch's (:func:`full_batch_scale`), so the update is the whole batch's.
 3. Generation (a backend with its own rollout generator, e.g. ``generation_backend: compiled``):
    ``_generate_single_turn`` generates through it (:mod:`countdown_rl.training.rollouts` adapts it; a callback
    warms it up at ``on_train_begin``, so its compile time is logged once and kept out of step 1).
@@ -41,30 +43,55 @@ from countdown_rl.runs.engine import enable_fsdp2_on_cpu
 from countdown_rl.runs.record import RunRecord
 from countdown_rl.tasks import Outcome
 from countdown_rl.training import evaluation, rollouts
-from countdown_rl.training.config import CountdownGRPOConfig
+from countdown_rl.training.config import HYBRID_LOSS_TYPES, CountdownGRPOConfig
 
-__all__ = ["PER_COMPLETION_KEYS", "CountdownGRPOConfig", "CountdownGRPOTrainer"]
+__all__ = ["PER_COMPLETION_KEYS", "CountdownGRPOConfig", "CountdownGRPOTrainer", "full_batch_scale"]
 
 logger = logging.getLogger(__name__)
 
 # the rows of a rollout batch that skip_zero_advantage selects from (the ones _compute_loss reads)
 PER_COMPLETION_KEYS = frozenset({"prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "tool_mask",
                                  "advantages", "old_per_token_logps", "ref_per_token_logps",
-                                 "importance_sampling_ratio"})
+                                 "sampling_per_token_logps", "importance_sampling_ratio", BUDGET_COLUMN})
+# inputs that are not one row per completion (images): with them no row is skipped
+MULTIMODAL_KEYS = frozenset({"pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes",
+                             "num_tiles", "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids"})
+# TRL's loss types by what their reduction divides by: the rows (a mean over sequences, or B * a constant), the
+# local tokens, or the generation batch's token count (carried in the inputs, unchanged by a row subset)
+_PER_ROW = frozenset({"grpo", "sapo", "luspo", "dr_grpo"})
+_PER_LOCAL_TOKEN = frozenset({"bnpo"})
+
+
+def full_batch_scale(loss_type: str, kept_mask: torch.Tensor, full_mask: torch.Tensor) -> torch.Tensor | float:
+    """The factor that turns TRL's ``loss_type`` reduction over the kept rows into the one over the whole batch,
+    given that the left-out rows' per-token loss is exactly 0 (``skip_zero_advantage``).
+
+    >>> full = torch.tensor([[1, 1, 0], [1, 0, 0], [1, 1, 1], [1, 1, 1]])
+    >>> full_batch_scale("grpo", full[:2], full), round(full_batch_scale("bnpo", full[:2], full).item(), 3)
+    (0.5, 0.333)
+    >>> full_batch_scale("dapo", full[:2], full)
+    1.0
+    """
+    if loss_type in _PER_ROW:
+        return kept_mask.size(0) / full_mask.size(0)
+    if loss_type in _PER_LOCAL_TOKEN:
+        return kept_mask.sum().clamp(min=1.0) / full_mask.sum().clamp(min=1.0)
+    return 1.0
 
 
 class CountdownGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose advantages and loss reduction come from ``countdown_rl.algorithms.grpo`` (see module docstring).
+    """TRL's GRPOTrainer with our advantages, reductions, skip, budgets and backends on top (module docstring).
 
     ``task`` (optional) judges completions: outcome metrics during training and the greedy held-out evaluation.
     """
 
     def __init__(self, *args, task=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if not isinstance(self.args, CountdownGRPOConfig):
-            raise TypeError(f"CountdownGRPOTrainer needs a CountdownGRPOConfig, got {type(self.args).__name__}")
+        if not isinstance(self.args, CountdownGRPOConfig):  # none or a plain GRPOConfig: TRL's run, our hooks idle
+            self.args = CountdownGRPOConfig.from_trl(self.args)
         self.task = task
         self._gathered_rewards_per_func: torch.Tensor | None = None
+        self._loss_forward: list | None = None  # the policy forward of the _compute_loss under way (hybrid reuses it)
         # The backend's own rollout generator (generation.backends), or None: TRL generates the rollouts.
         self.rollout_generator = rollouts.build_rollout_generator(self)
         if self.rollout_generator is not None:
@@ -135,26 +162,26 @@ class CountdownGRPOTrainer(GRPOTrainer):
         output = super()._generate_and_score_completions(inputs)
         output[BUDGET_COLUMN] = [budget] * len(inputs)  # a per-row list: split and shuffled with the rollout
         mode = "train" if self.model.training else "eval"
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
         rewards_per_func = self._gathered_rewards_per_func
         weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
         rewards = (rewards_per_func * weights).nansum(dim=1)
         rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable: out of the baseline
-        args = self.args
-        advantages, stats = grpo.group_advantages(
-            rewards,
-            self.num_generations if mode == "train" else self.num_generations_eval,
-            baseline=args.baseline,
-            std_normalization=args.std_normalization,
-            advantage_eps=args.advantage_eps,
-        )
-        local = len(inputs)
-        rank = self.accelerator.process_index
-        output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"].device)
-
-        # TRL logged its own advantages for the completions table: show ours instead.
-        for _ in range(min(advantages.numel(), len(self._logs["advantages"]))):
-            self._logs["advantages"].pop()
-        self._logs["advantages"].extend(advantages.tolist())
+        if not self.args._own_advantages:  # TRL's advantages stand (config rule 3): logged as TRL gathered them
+            advantages = torch.tensor(list(self._logs["advantages"])[-rewards.numel():])
+            stats = grpo.advantage_stats(advantages, rewards.cpu(), group_size)
+        else:
+            args = self.args
+            advantages, stats = grpo.group_advantages(rewards, group_size, baseline=args.baseline,
+                                                      std_normalization=args.std_normalization,
+                                                      advantage_eps=args.advantage_eps)
+            local = len(inputs)
+            rank = self.accelerator.process_index
+            output["advantages"] = advantages[rank * local : (rank + 1) * local].to(output["advantages"].device)
+            # TRL logged its own advantages for the completions table: show ours instead.
+            for _ in range(min(advantages.numel(), len(self._logs["advantages"]))):
+                self._logs["advantages"].pop()
+            self._logs["advantages"].extend(advantages.tolist())
         for name, value in stats.items():
             self._metrics[mode][f"advantages/{name}"].append(value)
         return output
@@ -196,7 +223,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
         batches).
         """
         dataset = self.eval_dataset if eval_dataset is None else eval_dataset
-        if dataset is None or not self._has_task_columns(dataset.column_names):
+        if isinstance(dataset, str):  # one of a dict of eval datasets, by name (transformers' loop over the dict)
+            dataset = self.eval_dataset[dataset]
+        columns = () if isinstance(dataset, dict) else getattr(dataset, "column_names", None) or ()
+        if not self._has_task_columns(columns):  # no task, a dict (TRL loops, calling back here), no task columns
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
         from countdown_rl.evaluation.scoring import outcome_metrics
 
@@ -224,7 +254,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         # Used when the trainer runs outside our pipeline, which writes run_info.json before training.
         fallback = RunRecord(
             task=self.task.name if self.task is not None else "unknown",
-            algorithm=self.args.algorithm,
+            algorithm=self.args.algorithm_label,
             model=getattr(self.accelerator.unwrap_model(self.model).config, "_name_or_path", "unknown"),
             dataset=dataset_name or "unknown",
             max_completion_length=self.args.max_completion_length,
@@ -232,71 +262,82 @@ class CountdownGRPOTrainer(GRPOTrainer):
         write_model_card(self.args.output_dir, fallback=fallback)
 
     # -- loss -------------------------------------------------------------------------------------------------
+    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+        memo = self._loss_forward
+        if memo is None:  # outside _compute_loss (old and reference log-probs): TRL's pass
+            return super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        if not memo:
+            memo.append(super()._get_per_token_logps_and_entropies(*args, **kwargs))
+        return memo[0]
+
     def _compute_loss(self, model, inputs):
-        full_mask = inputs["completion_mask"]
-        if "tool_mask" in inputs:
-            full_mask = full_mask * inputs["tool_mask"]
+        """TRL's loss; our reduction, Dr.GRPO constant and zero-advantage skip around it (module docstring, 2)."""
         mode = "train" if self.model.training else "eval"
-        rows = None
-        if self.args.skip_zero_advantage:  # only the rows that move the policy go through the model
-            rows = grpo.learning_rows(inputs["advantages"])
-            skipped = 1.0 - rows.numel() / full_mask.size(0)  # the share of completions not forwarded
+        full_inputs, rows = inputs, None
+        if self.args.skip_zero_advantage and not MULTIMODAL_KEYS & inputs.keys():
+            rows = grpo.learning_rows(inputs["advantages"])  # only the rows that move the policy
+            skipped = 1.0 - rows.numel() / inputs["completion_mask"].size(0)  # the share of completions not forwarded
             self._metrics[mode]["skipped_completions"].append(skipped)
-            inputs = {key: value[rows] if key in PER_COMPLETION_KEYS else value for key, value in inputs.items()}
-        prompt_ids, prompt_mask = inputs["prompt_ids"], inputs["prompt_mask"]
-        completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
-        mask = full_mask if rows is None else full_mask[rows]
-        per_token_logps, entropies, aux_loss = self._get_per_token_logps_and_entropies(
-            model,
-            torch.cat([prompt_ids, completion_ids], dim=1),
-            torch.cat([prompt_mask, completion_mask], dim=1),
-            completion_ids.size(1),
-            compute_entropy=True,
-            compute_aux_loss=self.aux_loss_enabled,
-        )
-        # On-policy single pass: TRL skips the old log-probs, they equal the current ones (ratio 1).
-        old_per_token_logps = inputs.get("old_per_token_logps")
-        if old_per_token_logps is None:
-            old_per_token_logps = per_token_logps.detach()
-        per_token_loss, clip = grpo.compute_loss(
-            inputs["advantages"], per_token_logps, old_per_token_logps, self.epsilon_low, self.epsilon_high
-        )
-        if self.use_vllm and self.vllm_importance_sampling_correction:
-            per_token_loss = per_token_loss * inputs["importance_sampling_ratio"]
-        if self.beta != 0.0:
-            per_token_kl = grpo.k3_kl(per_token_logps, inputs["ref_per_token_logps"])
-            if self.args.use_bias_correction_kl:
-                per_token_kl = per_token_kl * clip["ratio"]
-            per_token_loss = per_token_loss + self.beta * per_token_kl
-
-        if rows is not None:  # the skipped rows' loss is exactly 0; they keep their place in the reduction
-            per_token_loss = per_token_loss.new_zeros(full_mask.shape).index_copy(0, rows, per_token_loss)
-        args = self.args
-        # The rollout's own budget (a reused rollout keeps the one it was generated with).
-        budget = inputs[BUDGET_COLUMN][0] if BUDGET_COLUMN in inputs else args.max_completion_length
-        loss = grpo.reduce_loss(
-            per_token_loss,
-            full_mask,
-            args.reduction,
-            num_tokens=args.drgrpo_num_tokens or budget,
-            alpha=args.hybrid_alpha,
-        )
+            inputs = {key: (value[rows] if torch.is_tensor(value) else [value[i] for i in rows.tolist()])
+                      if key in PER_COMPLETION_KEYS else value for key, value in inputs.items()}
+        # The rollout's own budget (a reused rollout keeps the one it was generated with): TRL's dr_grpo constant.
+        budget = inputs[BUDGET_COLUMN][0] if BUDGET_COLUMN in inputs else self.args.max_completion_length
         self._metrics[mode]["completion_budget"].append(float(budget))
-        accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1.0
-        loss = loss / accumulation
-        if self.aux_loss_enabled:
-            loss = loss + self.router_aux_loss_coef * aux_loss / accumulation
+        trl_constant, self.max_completion_length = self.max_completion_length, self.args.drgrpo_num_tokens or budget
+        self._loss_forward = []
+        try:
+            if self.args.reduction == "hybrid":
+                loss, loss_types = self._hybrid_loss(model, inputs, mode), HYBRID_LOSS_TYPES
+            else:
+                loss, loss_types = super()._compute_loss(model, inputs), (self.loss_type,)
+            aux_loss = self._loss_forward[0][2] if self._loss_forward else None
+        finally:
+            self.max_completion_length, self._loss_forward = trl_constant, None
+        if rows is None:
+            return loss
+        # The kept rows' reduction rescaled to the whole batch's (both hybrid halves divide by the rows alike).
+        scale = full_batch_scale(loss_types[0], self._loss_mask(inputs), self._loss_mask(full_inputs))
+        if not self.aux_loss_enabled:
+            return loss * scale
+        # the router's auxiliary loss (of the trained rows) is not a reduction over completions: kept as it is
+        accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1
+        aux = self.router_aux_loss_coef * aux_loss / accumulation
+        return (loss - aux) * scale + aux
 
-        def global_masked_mean(x: torch.Tensor) -> float:
-            totals = self.accelerator.reduce(torch.stack([(x * mask).sum(), mask.sum().float()]), reduction="sum")
-            return (totals[0] / totals[1].clamp(min=1.0)).item()
+    @staticmethod
+    def _loss_mask(inputs) -> torch.Tensor:
+        mask = inputs["completion_mask"]
+        return mask * inputs["tool_mask"] if "tool_mask" in inputs else mask
 
-        metrics = self._metrics[mode]
-        if self.beta != 0.0:
-            metrics["kl"].append(global_masked_mean(per_token_kl))
-        metrics["entropy"].append(global_masked_mean(entropies))
-        low, high = clip["is_low_clipped"].float(), clip["is_high_clipped"].float()
-        metrics["clip_ratio/low_mean"].append(global_masked_mean(low))
-        metrics["clip_ratio/high_mean"].append(global_masked_mean(high))
-        metrics["clip_ratio/region_mean"].append(global_masked_mean(torch.maximum(low, high)))
-        return loss
+    def _hybrid_loss(self, model, inputs, mode: str) -> torch.Tensor:
+        """alpha * TRL's dr_grpo loss + (1 - alpha) * its grpo loss, from one forward (``_loss_forward``).
+
+        Everything TRL's loss does besides the reduction (KL, entropy bonus, router loss) is in both halves, so it
+        counts once in the mix. The second pass must leave the trainer as the first left it: attributes it rebinds
+        (the adaptive entropy controller) are put back, and each metric it logs is mixed with the first's (equal
+        where the metric does not depend on the reduction).
+        """
+        alpha, metrics, trl_loss_type = self.args.hybrid_alpha, self._metrics[mode], self.loss_type
+        lengths = {key: len(values) for key, values in metrics.items()}
+        before = dict(vars(self))
+        self.loss_type = HYBRID_LOSS_TYPES[0]
+        first = super()._compute_loss(model, inputs)
+        after_first = dict(vars(self))
+        for key, value in after_first.items():  # undo what the first pass rebound: the second starts alike
+            if key not in before:
+                delattr(self, key)
+            elif value is not before[key]:
+                setattr(self, key, before[key])
+        first_logged = {key: values[lengths.get(key, 0):] for key, values in metrics.items()}
+        for key, values in first_logged.items():
+            del metrics[key][lengths.get(key, 0):]
+        self.loss_type = HYBRID_LOSS_TYPES[1]
+        second = super()._compute_loss(model, inputs)
+        for key, value in after_first.items():  # the state after one pass, as the first left it
+            setattr(self, key, value)
+        self.loss_type = trl_loss_type
+        for key, values in metrics.items():
+            start = lengths.get(key, 0)
+            mixed = [alpha * a + (1 - alpha) * b for a, b in zip(first_logged.get(key, []), values[start:])]
+            values[start:] = mixed
+        return alpha * first + (1 - alpha) * second

@@ -31,27 +31,32 @@ def puzzle_rows(n: int = 8):
                                "target": 2 * i + 1} for i in range(1, n + 1)])
 
 
-def tiny_config(out, **overrides):
-    """A ``CountdownGRPOConfig`` writing to ``out``: :data:`TINY_ARGS` plus ``overrides``."""
+def tiny_config(out, config_cls=None, **overrides):
+    """A ``CountdownGRPOConfig`` (or ``config_cls``, e.g. TRL's) writing to ``out``: :data:`TINY_ARGS` plus
+    ``overrides``."""
     from countdown_rl.training.trainer import CountdownGRPOConfig
 
-    return CountdownGRPOConfig(output_dir=str(out), **{**TINY_ARGS, **overrides})
+    return (config_cls or CountdownGRPOConfig)(output_dir=str(out), **{**TINY_ARGS, **overrides})
 
 
 def tiny_trainer(model_dir, out, *, reward=char_diversity_reward, train_dataset=None, eval_dataset=None,
-                 task: str | None = "countdown", peft_config=None, trainer_cls=None, **overrides):
-    """A trainer on the model saved in ``model_dir`` (``task`` None: no task), config :func:`tiny_config`."""
+                 task: str | None = "countdown", peft_config=None, trainer_cls=None, config_cls=None, **overrides):
+    """A trainer on the model saved in ``model_dir`` (``task`` None: no task; ``reward`` one function or a list),
+    config :func:`tiny_config`; ``trainer_cls`` / ``config_cls`` swap in others (TRL's own for stock runs)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from countdown_rl.tasks import get_task
     from countdown_rl.training.trainer import CountdownGRPOTrainer
 
     extra = {} if peft_config is None else {"peft_config": peft_config}
+    task_kwargs = {} if task is None else {"task": get_task(task)}  # TRL's own trainer takes no task
     return (trainer_cls or CountdownGRPOTrainer)(
-        model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[reward],
-        args=tiny_config(out, **overrides), train_dataset=puzzle_rows() if train_dataset is None else train_dataset,
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=reward if isinstance(reward, list) else [reward],
+        args=tiny_config(out, config_cls, **overrides),
+        train_dataset=puzzle_rows() if train_dataset is None else train_dataset,
         eval_dataset=eval_dataset, processing_class=AutoTokenizer.from_pretrained(model_dir),
-        task=None if task is None else get_task(task), **extra,
+        **task_kwargs, **extra,
     )
 
 

@@ -131,3 +131,26 @@ def test_the_preemption_counter_is_the_micro_step():
     source = inspect.getsource(GRPOTrainer)
     assert "self._step += 1" in source or "self._step = " in source
     assert "steps_per_generation * self.num_iterations" in source
+
+
+def test_what_the_loss_hooks_rely_on():
+    """training/config.py lists TRL's loss types, training/trainer.py knows what each one's reduction divides by
+    (``full_batch_scale``) and makes TRL's dr_grpo divide by our constant through ``self.max_completion_length``."""
+    from dataclasses import fields
+
+    from trl import GRPOConfig
+
+    from countdown_rl.training.config import TRL_LOSS_TYPES
+    from countdown_rl.training.trainer import _PER_LOCAL_TOKEN, _PER_ROW
+
+    help_text = next(f for f in fields(GRPOConfig) if f.name == "loss_type").metadata["help"]
+    named = re.search(r"Supported values are (.*?)\. ", help_text).group(1)
+    assert set(re.findall(r"'(\w+)'", named)) == set(TRL_LOSS_TYPES), "TRL's loss types changed: update both lists"
+    source = inspect.getsource(GRPOTrainer._compute_loss)
+    assert 'self.loss_type in ["grpo", "sapo"]' in source and 'self.loss_type == "luspo"' in source  # mean over rows
+    assert "(per_token_loss.size(0) * self.max_completion_length)" in source  # dr_grpo: B * constant
+    assert 'self.loss_type == "bnpo"' in source and "mask.sum().clamp(min=1.0)" in source  # local tokens
+    assert 'inputs["num_items_in_batch"]' in source  # dapo / cispo / vespo: the generation batch's tokens
+    assert _PER_ROW | _PER_LOCAL_TOKEN | {"dapo", "cispo", "vespo"} == set(TRL_LOSS_TYPES)
+    # the one policy forward a loss call makes, which hybrid's second TRL pass reuses
+    assert source.count("self._get_per_token_logps_and_entropies(") == 1
