@@ -124,6 +124,16 @@ class CountdownGRPOConfig(GRPOConfig):
                   "`skipped_completions` logs the share skipped. Needs beta 0, no entropy bonus and no "
                   "top_entropy_quantile filter (its quantile is taken over every completion)."},
     )
+    shared_prompt_forward: bool = field(
+        default=False,
+        metadata={"help": "Run each distinct prompt of a micro-batch through the model once in the log-prob passes "
+                  "(policy with gradients, old policy, reference model), its completions against its cached keys and "
+                  "values (countdown_rl.training.shared_prompt): the same log-probs and gradients within float "
+                  "rounding, the prompt's share of the work done once per group instead of G times. Where it cannot "
+                  "run (a MoE router loss, multimodal inputs, gradient checkpointing, FSDP or DeepSpeed) the plain pass "
+                  "runs and the log says so once. Off by default for now: turning it on moves every figure measured without it by "
+                  "float rounding, and the benchmark of record is still to come (issue #40)."},
+    )
     loss_type: str | None = field(
         default=None,
         metadata={"help": f"TRL's loss type ({', '.join(TRL_LOSS_TYPES)}), with TRL's meaning. One decision with "

@@ -42,7 +42,7 @@ from countdown_rl.evaluation.sharding import padded_shard  # noqa: F401  (its im
 from countdown_rl.runs.engine import enable_fsdp2_on_cpu
 from countdown_rl.runs.record import RunRecord
 from countdown_rl.tasks import Outcome
-from countdown_rl.training import evaluation, rollouts
+from countdown_rl.training import evaluation, rollouts, shared_prompt
 from countdown_rl.training.config import HYBRID_LOSS_TYPES, CountdownGRPOConfig
 
 __all__ = ["PER_COMPLETION_KEYS", "CountdownGRPOConfig", "CountdownGRPOTrainer", "full_batch_scale"]
@@ -262,13 +262,57 @@ class CountdownGRPOTrainer(GRPOTrainer):
         write_model_card(self.args.output_dir, fallback=fallback)
 
     # -- loss -------------------------------------------------------------------------------------------------
-    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **multimodal):
         memo = self._loss_forward
-        if memo is None:  # outside _compute_loss (old and reference log-probs): TRL's pass
-            return super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if not memo:
-            memo.append(super()._get_per_token_logps_and_entropies(*args, **kwargs))
-        return memo[0]
+        if memo:  # hybrid's second TRL pass: the first's forward
+            return memo[0]
+        result = None
+        if self.args.shared_prompt_forward and self._can_share_prompts(compute_aux_loss, multimodal):
+            result = self._shared_prompt_pass(model, input_ids, attention_mask, logits_to_keep, batch_size,
+                                              compute_entropy)
+        if result is None:
+            result = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
+                **multimodal)
+        if memo is not None:  # the loss's own forward (None: the old and reference log-probs)
+            memo.append(result)
+        return result
+
+    def _can_share_prompts(self, compute_aux_loss: bool, multimodal: dict) -> bool:
+        """Whether this pass can run prompt-once; where not, the plain pass runs and the log says why, once."""
+        reason = None
+        if compute_aux_loss:
+            reason = "a MoE router loss is computed over the whole rows"
+        elif any(value is not None for value in multimodal.values()):
+            reason = "multimodal inputs"
+        elif getattr(self.accelerator.unwrap_model(self.model), "is_gradient_checkpointing", False) and (
+                self.model.training):
+            reason = "gradient checkpointing recomputes layers, which would fill the prompt cache twice"
+        elif self.is_fsdp_enabled or self.is_deepspeed_enabled:
+            reason = ("sharded parameters are freed after each forward, and the prompt pass's backward would find "
+                      "them gone (measured with FSDP2)")
+        if reason and not getattr(self, "_shared_prompt_fallback_said", False):
+            logger.warning("shared_prompt_forward: the plain log-prob pass runs instead (%s)", reason)
+            self._shared_prompt_fallback_said = True
+        return reason is None
+
+    def _shared_prompt_pass(self, model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy):
+        """:func:`countdown_rl.training.shared_prompt.shared_prompt_logps` over TRL's row chunks; None: nothing
+        shared."""
+        batch_size = batch_size or input_ids.size(0)
+        inner = getattr(model, "module", model)  # DDP's module: the prompt pass is not a forward DDP must see
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            rows = slice(start, start + batch_size)
+            with self.accelerator.autocast():
+                chunk = shared_prompt.shared_prompt_logps(model, input_ids[rows], attention_mask[rows],
+                                                          logits_to_keep, compute_entropy, prompt_model=inner)
+            if chunk is None:
+                return None
+            logps.append(chunk[0])
+            entropies.append(chunk[1])
+        return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
 
     def _compute_loss(self, model, inputs):
         """TRL's loss; our reduction, Dr.GRPO constant and zero-advantage skip around it (module docstring, 2)."""

@@ -1,6 +1,6 @@
 """A few CountdownGRPOTrainer steps, launched by tests/training/test_trainer.py with torchrun (1 or 2 processes).
 
-Usage: torchrun --nproc_per_node N tests/helpers/ddp_run.py MODEL_DIR OUT_JSON ALGORITHM
+Usage: torchrun --nproc_per_node N tests/helpers/ddp_run.py MODEL_DIR OUT_JSON ALGORITHM [SHARED_PROMPT on|off]
 The global batch is fixed (8 completions per step); each process gets 8 / N. Rank 0 writes the loss trajectory.
 """
 
@@ -23,6 +23,7 @@ from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
 
 def main():
     model_dir, out_path, algorithm = sys.argv[1:4]
+    shared_prompt = (sys.argv[4] if len(sys.argv) > 4 else "on") == "on"
     world = int(os.environ.get("WORLD_SIZE", "1"))
     grpo_trainer_module.VLLMGeneration = HFSamplingVLLMStandIn  # generation backend cut at its class boundary
     rows = [{"prompt": f"Numbers {a} {b}, target {a + b}:", "nums": [a, b], "target": a + b} for a, b in
@@ -32,7 +33,7 @@ def main():
         algorithm=algorithm, use_cpu=True, bf16=False, report_to="none", gradient_checkpointing=False,
         per_device_train_batch_size=8 // world, num_generations=4, max_completion_length=8, max_steps=3,
         learning_rate=1e-3, logging_steps=1, save_strategy="no", seed=0, use_vllm=True, beta=0.0,
-        dataloader_num_workers=0,
+        dataloader_num_workers=0, shared_prompt_forward=shared_prompt,
     )
     trainer = CountdownGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[char_diversity_reward], args=config,

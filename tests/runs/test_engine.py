@@ -92,10 +92,13 @@ def completions(folder: Path) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def fsdp2_runs(tiny_model_dir, puzzles, tmp_path_factory):
-    """FSDP2 uninterrupted; FSDP2 stopped by SIGTERM at step 3 and resumed; DDP on the same launch shape."""
+    """FSDP2 uninterrupted; FSDP2 stopped by SIGTERM at step 3 and resumed; DDP on the same launch shape; FSDP2 with
+    the prompt-once log-prob pass (``shared_prompt_forward``; off in the others)."""
     base = tmp_path_factory.mktemp("fsdp2")
     full, resumed, ddp = base / "full", base / "resumed", base / "ddp"
     runs = {"full": fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, full),
+            "shared": fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, base / "shared",
+                                "--shared_prompt_forward", "true"),
             "stopped": fault_run(FSDP2_LAUNCH, "signal:generation:3:TERM", tiny_model_dir, puzzles, resumed),
             "ddp": fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, ddp)}
     runs["resumed"] = fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, resumed, "--resume", "true")
@@ -137,6 +140,17 @@ def test_fsdp2_resumes_bit_exactly_and_equals_ddp(fsdp2_runs):
     for key in c:  # same sampled rollouts per rank, same all-reduced gradients: equal to float rounding
         torch.testing.assert_close(a[key], c[key], rtol=1e-5, atol=1e-7)
     assert completions(full / "eval") == completions(ddp / "eval")
+
+
+@pytest.mark.slow
+def test_prompt_once_under_fsdp2_runs_the_plain_pass_and_says_why(fsdp2_runs):
+    """FSDP2 frees the sharded parameters after each forward; the prompt pass's backward would find them gone
+    (measured: "storage of size 0"), so the plain pass runs, says so, and the update is the flag-off one."""
+    runs, full, _, _ = fsdp2_runs
+    assert runs["shared"].returncode == 0, runs["shared"].stderr[-3000:]
+    assert "shared_prompt_forward: the plain log-prob pass runs instead (sharded parameters" in runs["shared"].stderr
+    a, b = weights(full), weights(full.parent / "shared")
+    assert all(torch.equal(a[key], b[key]) for key in a)
 
 
 @pytest.mark.slow

@@ -132,6 +132,27 @@ def test_two_processes_match_one_process_at_the_same_global_batch(tiny_model_dir
         assert two[key] == pytest.approx(one[key], rel=1e-4), key
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(Path(sys.executable).parent / "torchrun"),
+                    reason="torchrun not installed")
+def test_prompt_once_under_ddp_equals_the_plain_pass(tiny_model_dir, tmp_path):
+    """Two DDP processes, one group each: shared_prompt_forward on (the prompt pass beside DDP, the completions
+    through it) gives the losses and gradient norms of the same launch with it off."""
+    torchrun = str(Path(sys.executable).parent / "torchrun")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    results = {}
+    for flag, port in (("on", 29531), ("off", 29532)):
+        out = tmp_path / f"losses-{flag}.json"
+        cmd = [torchrun, "--nproc_per_node", "2", "--master_port", str(port),
+               str(ROOT / "tests" / "helpers" / "ddp_run.py"), str(tiny_model_dir), str(out), "dr_grpo", flag]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results[flag] = json.loads(out.read_text())
+    assert any(g > 0 for g in results["off"]["grad_norm"])
+    for key in ("loss", "reward", "grad_norm"):
+        assert results["on"][key] == pytest.approx(results["off"][key], rel=1e-4, abs=1e-6), key
+
+
 def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_the_card(tiny_model_dir, tmp_path):
     trainer = CountdownGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(tiny_model_dir), reward_funcs=[char_diversity_reward],

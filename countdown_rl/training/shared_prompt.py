@@ -1,0 +1,71 @@
+"""Prompt-once log-probs: each distinct prompt of a micro-batch goes through the model once, not once per row.
+
+A GRPO micro-batch holds G completions of each prompt, so a plain pass runs every prompt G times. Here:
+
+1. Rows whose prompt is the same (ids and mask, left-padded as the micro-batch holds them) share one prompt pass:
+   the distinct prompts run once, all but their last token, filling a KV cache.
+2. The cache is expanded to the rows by index (autograd sums the rows' gradients back into the shared prompt).
+3. Each row runs its last prompt token and its completion against its prompt's cached keys and values. Positions
+   and the attention mask are the plain pass's (a token's position is its index in the padded row, padding masked),
+   and the completion tokens are scored by the same head (TRL's fused one), so the per-token log-probs and
+   entropies equal the plain pass's up to float rounding.
+
+:func:`shared_prompt_logps` returns None where nothing is shared (every prompt distinct): the plain pass is then as
+cheap and is what runs.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+
+__all__ = ["distinct_prompts", "shared_prompt_logps"]
+
+
+def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One row index per distinct prompt (its first row), and each row's index into them.
+
+    >>> ids = torch.tensor([[0, 5, 6], [7, 8, 9], [0, 5, 6]]); mask = torch.tensor([[0, 1, 1], [1, 1, 1], [0, 1, 1]])
+    >>> first, inverse = distinct_prompts(ids, mask)
+    >>> ids[first][inverse].equal(ids), first.numel()
+    (True, 2)
+    """
+    key = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    rows = torch.arange(inverse.numel(), device=inverse.device)
+    first = torch.full((int(inverse.max()) + 1,), inverse.numel(), dtype=torch.long, device=inverse.device)
+    return first.scatter_reduce(0, inverse, rows, reduce="amin"), inverse
+
+
+def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
+                        compute_entropy: bool = False,
+                        prompt_model=None) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """Per-token log-probs (and entropies) of the last ``logits_to_keep`` tokens of each row, each distinct prompt
+    run once; None when no prompt is shared.
+
+    ``model`` is a causal LM whose forward takes ``fused_lm_head=True`` and ``labels`` (TRL's fused head:
+    ``trl.trainer.utils.add_fused_lm_head``) and a ``past_key_values`` cache; ``input_ids`` / ``attention_mask`` are
+    the plain pass's ``[prompt, completion]`` rows, prompts left-padded to one length. ``prompt_model`` (default
+    ``model``) runs the prompt pass: the module inside a DDP wrapper, so that DDP sees one forward per backward.
+    """
+    prompt_len = input_ids.size(1) - logits_to_keep
+    prompt_ids, prompt_mask = input_ids[:, :prompt_len], attention_mask[:, :prompt_len]
+    first, inverse = distinct_prompts(prompt_ids, prompt_mask)
+    if first.numel() == input_ids.size(0) or prompt_len < 2:
+        return None
+    prompt_model = prompt_model or model
+    cache = DynamicCache(config=prompt_model.config)
+    # 1. the distinct prompts but their last token: the cache (the logits of one position are computed and dropped)
+    prompt_model(input_ids=prompt_ids[first, :-1], attention_mask=prompt_mask[first, :-1],
+                 past_key_values=cache, use_cache=True, logits_to_keep=1)
+    cache.batch_select_indices(inverse)  # 2. one cache row per row
+    # 3. the last prompt token predicts the first completion token; labels -100 are not scored
+    tail_ids = input_ids[:, prompt_len - 1:]
+    tail_mask = attention_mask[:, prompt_len - 1:]
+    labels = tail_ids.masked_fill(tail_mask == 0, -100)
+    labels[:, 0] = -100
+    outputs = model(input_ids=tail_ids, attention_mask=attention_mask, labels=labels, past_key_values=cache,
+                    fused_lm_head=True)
+    logps = outputs.log_probs[:, -logits_to_keep:]
+    entropies = outputs.entropy[:, -logits_to_keep:] if compute_entropy else None
+    return logps, entropies

@@ -1,0 +1,123 @@
+"""Prompt-once log-probs equal the plain pass: per-token log-probs, entropies and every parameter's gradient.
+
+Method: the tiny Qwen3 in fp32 with TRL's fused head (temperature 0.7), micro-batches laid out as TRL lays them out
+(prompts left-padded to one length, groups shuffled, split, or all distinct), the plain pass being TRL's own
+``_get_per_token_logps_and_entropies``; then whole trainer steps with the flag on and off.
+"""
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from countdown_rl.training.shared_prompt import distinct_prompts, shared_prompt_logps
+from tests.helpers.trainers import logged, tiny_trainer
+
+PROMPT_LEN, COMPLETION_LEN = 10, 6
+
+
+@pytest.fixture(scope="module", params=["full", "lora"])
+def fused_model(tiny_model_dir, request):
+    """The tiny Qwen3 with TRL's fused head, as TRL prepares it (the head before a LoRA adapter, if any)."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    add_fused_lm_head(model, temperature=0.7, outputs=("log_probs", "entropy"))
+    if request.param == "lora":
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    return model
+
+
+def _micro_batch(layout: str, seed: int = 1):
+    """Rows of ``[prompt, completion]`` as TRL holds them: 4 prompts of varied padding, G = 4 (or all distinct)."""
+    g = torch.Generator().manual_seed(seed)
+    prompts = torch.randint(5, 400, (4, PROMPT_LEN), generator=g)
+    prompt_mask = torch.ones_like(prompts)
+    for i, pad in enumerate((3, 0, 5, 1)):  # left padding of different lengths
+        prompts[i, :pad], prompt_mask[i, :pad] = 1, 0
+    index = {"grouped": torch.arange(4).repeat_interleave(4), "all_distinct": torch.arange(4),
+             "split_group": torch.tensor([0, 0, 0, 1, 1, 2, 3]),  # groups cut across micro-batches
+             "shuffled": torch.arange(4).repeat_interleave(4)[torch.randperm(16, generator=g)]}[layout]
+    completions = torch.randint(5, 400, (index.numel(), COMPLETION_LEN), generator=g)
+    lengths = torch.randint(1, COMPLETION_LEN + 1, (index.numel(),), generator=g)
+    completion_mask = (torch.arange(COMPLETION_LEN) < lengths.unsqueeze(1)).long()
+    input_ids = torch.cat([prompts[index], completions], dim=1)
+    attention_mask = torch.cat([prompt_mask[index], completion_mask], dim=1)
+    return input_ids, attention_mask, completion_mask
+
+
+def _plain(model, input_ids, attention_mask):
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    labels[:, :-COMPLETION_LEN] = -100
+    out = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+    return out.log_probs[:, -COMPLETION_LEN:], out.entropy[:, -COMPLETION_LEN:]
+
+
+def _grads(model, logps, completion_mask):
+    model.zero_grad()
+    (logps * completion_mask).sum().backward()
+    return [p.grad.clone() for p in model.parameters() if p.requires_grad]
+
+
+@pytest.mark.parametrize("layout", ["grouped", "shuffled", "split_group"])
+def test_log_probs_entropies_and_gradients_equal_the_plain_pass(fused_model, layout):
+    input_ids, attention_mask, completion_mask = _micro_batch(layout)
+    logps, entropies = _plain(fused_model, input_ids, attention_mask)
+    plain_grads = _grads(fused_model, logps, completion_mask)
+    shared = shared_prompt_logps(fused_model, input_ids, attention_mask, COMPLETION_LEN, compute_entropy=True)
+    assert shared is not None
+    mask = completion_mask.bool()
+    torch.testing.assert_close(shared[0][mask], logps[mask].detach(), rtol=0, atol=1e-5)
+    torch.testing.assert_close(shared[1][mask], entropies[mask].detach(), rtol=0, atol=1e-5)
+    for plain_grad, grad in zip(plain_grads, _grads(fused_model, shared[0], completion_mask), strict=True):
+        torch.testing.assert_close(grad, plain_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_all_distinct_prompts_leave_it_to_the_plain_pass(fused_model):
+    input_ids, attention_mask, _ = _micro_batch("all_distinct")
+    assert shared_prompt_logps(fused_model, input_ids, attention_mask, COMPLETION_LEN) is None
+
+
+def test_distinct_prompts_tell_padding_apart():
+    ids = torch.tensor([[1, 5, 6], [1, 5, 6], [5, 5, 6]])
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1], [1, 1, 1]])  # same ids, other mask: another prompt
+    first, inverse = distinct_prompts(ids, mask)
+    assert first.numel() == 3 and inverse.unique().numel() == 3
+
+
+@pytest.mark.parametrize("options", [
+    pytest.param(dict(algorithm="grpo"), id="grpo"),
+    pytest.param(dict(loss_type="dapo", num_iterations=2, beta=0.04), id="dapo-it2-kl"),
+    pytest.param(dict(algorithm="dr_grpo", skip_zero_advantage=True), id="dr_grpo-skip"),
+    pytest.param(dict(importance_sampling_level="sequence", top_entropy_quantile=0.5), id="gspo-filter"),
+])
+def test_two_trainer_steps_with_the_flag_on_and_off_give_equal_weights(tiny_model_dir, tmp_path, options):
+    """SGD: Adam's first steps divide each gradient by its own size, so float noise in a near-zero gradient would be a
+    full step either way and hide what is compared."""
+    runs = {}
+    for flag in (False, True):
+        trainer = tiny_trainer(tiny_model_dir, tmp_path / str(flag), task=None, shared_prompt_forward=flag,
+                               optim="sgd", learning_rate=0.1, generation_kwargs={"sequence_bias": [[[3], 4.0]]},
+                               **options)
+        trainer.train()
+        runs[flag] = trainer
+    for (name, off), on in zip(runs[False].model.named_parameters(), runs[True].model.parameters(), strict=True):
+        torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-6, msg=name)
+    assert logged(runs[True], "loss") == pytest.approx(logged(runs[False], "loss"), rel=1e-4, abs=1e-6)
+
+
+def test_gradient_checkpointing_runs_the_plain_pass_and_says_so_once(tiny_model_dir, tmp_path, caplog):
+    """transformers drops a layer's cache under gradient checkpointing (its replay would write it twice): the plain
+    pass runs, the same update as with the flag off, and the log says why once."""
+    runs = {}
+    for flag in (False, True):
+        with caplog.at_level("WARNING", logger="countdown_rl.training.trainer"):
+            trainer = tiny_trainer(tiny_model_dir, tmp_path / str(flag), task=None, shared_prompt_forward=flag,
+                                   gradient_checkpointing=True, optim="sgd", learning_rate=0.1)
+            trainer.train()
+        runs[flag] = trainer
+    said = [r for r in caplog.records if "shared_prompt_forward: the plain log-prob pass runs" in r.getMessage()]
+    assert len(said) == 1 and "gradient checkpointing" in said[0].getMessage()
+    for off, on in zip(runs[False].model.parameters(), runs[True].model.parameters(), strict=True):
+        assert torch.equal(on, off)
