@@ -247,3 +247,27 @@ def test_shared_prompt_times_both_passes_and_gets_the_same_update():
     assert float(cells["largest loss diff"]) < 1e-4  # bf16 autocast: rounding only
     assert float(cells["gradient diff (relative norm)"]) < 2e-2
     assert float(cells["GFLOP/s off / on (matmul peak)"].split("(")[1].rstrip(")")) > 0  # the machine's matmul rate
+
+
+def test_blind_rule_quick_rows_are_the_pools_own():
+    """``benchmarks/blind_rule.py --quick``: a row per shape x sampling; balanced pools at or under the cap, the
+    expression pools above it, and every JSON row's rule accuracy recomputed from a pool made here."""
+    from countdown_rl.tasks.countdown.blind import best_blind_rule
+    from countdown_rl.tasks.countdown.puzzles import BLIND_CAP, generate_countdown
+
+    stdout = _run("blind_rule.py", "--quick")
+    header, rows = _table(stdout)
+    assert header[:4] == ["shape", "sampling", "pools", "best target-blind rule, % of the pool"]
+    assert [(r[0], r[1]) for r in rows] == [("demo", "expression"), ("demo", "balanced"),
+                                            ("assignment", "expression"), ("assignment", "balanced")]
+    records = json.loads(stdout[stdout.index("\n["):])
+    for record in records:
+        assert record["puzzles"] == 300 and record["seed"] == 0
+        if record["sampling"] == "balanced":
+            assert record["rule_accuracy"] <= BLIND_CAP
+        else:
+            assert record["rule_accuracy"] > 2 * BLIND_CAP
+    demo = next(r for r in records if r["shape"] == "demo" and r["sampling"] == "balanced")
+    pool = generate_countdown(300, seed=0, sampling="balanced", min_numbers=3, max_numbers=3, max_number=20,
+                              max_target=50)
+    assert demo["rule_accuracy"] == best_blind_rule(pool).accuracy

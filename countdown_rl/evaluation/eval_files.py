@@ -3,7 +3,8 @@
 1. :func:`eval_meta` assembles the metadata every evaluation carries (task, model, split, template, sampling,
    backend, ...), so ``countdown-rl eval``, the trainer's final evaluation and the demo describe theirs alike.
 2. :func:`write_eval_outputs` writes the three files atomically, ``eval.json`` last: its presence marks a
-   complete evaluation. :func:`read_eval` and :func:`read_samples` read them back (the report, the model card).
+   complete evaluation. A task with a blind rule (Countdown) gets it on the same rows, in both files.
+   :func:`read_eval` and :func:`read_samples` read them back (the report, the model card).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from countdown_rl.evaluation.scoring import BudgetResult, markdown_table, upgrade_keys
+from countdown_rl.evaluation.scoring import BudgetResult, blind_split, blind_table, markdown_table, upgrade_keys
 from countdown_rl.files import write_atomic
 from countdown_rl.tasks import DEFAULT_TASK
 
@@ -60,6 +61,9 @@ def write_eval_outputs(
     meta.setdefault("version", _version())
     meta.setdefault("date", datetime.now(timezone.utc).isoformat(timespec="seconds"))
     payload = {"meta": meta, "results": [r.to_dict() for r in results]}
+    blind = blind_split(meta.get("task", DEFAULT_TASK), samples_by_budget, results)
+    if blind is not None:
+        payload["blind_rule"] = blind
     lines = [
         json.dumps({**row, "max_tokens": r.max_tokens}, ensure_ascii=False)
         for r in results
@@ -73,6 +77,9 @@ def write_eval_outputs(
         f"{meta.get('num_samples', 1)} sample(s) per row, backend `{meta.get('backend', '?')}`, "
         f"countdown-rl {meta['version']}, {meta['date']}.\n\n{markdown_table(results)}\n"
     )
+    if blind is not None:
+        md += (f"\nBeside the best target-blind rule on the same rows (a fixed expression over the numbers that never "
+               f"reads the target):\n\n{blind_table(blind, results)}\n")
     write_atomic(out_dir / SAMPLES_JSONL, "".join(line + "\n" for line in lines))
     write_atomic(out_dir / EVAL_MD, md)
     # eval.json last: its presence marks a complete evaluation.
@@ -88,7 +95,8 @@ def read_eval(path: str | Path) -> dict[str, Any]:
     """Read an ``eval.json`` (or the folder holding one): ``{"meta": {...}, "results": [BudgetResult, ...]}``.
 
     Results come back as :class:`BudgetResult` objects in the file's order; a file written before a key was
-    renamed (``num_puzzles``, now ``num_rows``) reads under the new names.
+    renamed (``num_puzzles``, now ``num_rows``) reads under the new names. ``blind_rule`` is the task's best blind
+    rule on the same rows (:func:`~countdown_rl.evaluation.scoring.blind_split`), None for files without one.
     """
     file = _eval_file(path, EVAL_JSON)
     if not file.is_file():
@@ -98,7 +106,7 @@ def read_eval(path: str | Path) -> dict[str, Any]:
         results = [BudgetResult.from_dict(r) for r in data["results"]]
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise ValueError(f"{file}: not an evaluation file ({err})") from None
-    return {"meta": upgrade_keys(data.get("meta") or {}), "results": results}
+    return {"meta": upgrade_keys(data.get("meta") or {}), "results": results, "blind_rule": data.get("blind_rule")}
 
 
 def read_samples(path: str | Path, max_tokens: int | None = None) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 1. ``run_info.json`` (:class:`countdown_rl.runs.record.RunRecord`), written before training, says what was trained:
    task, base model, dataset, algorithm, max completion length.
-2. ``eval/eval.json``, written by the final evaluation, holds the held-out results table (when it exists).
+2. ``eval/eval.json``, written by the final evaluation, holds the held-out results table (when it exists), and
+   for Countdown the best target-blind rule on the same problems.
 3. :func:`render_model_card` turns both into Markdown with Hub metadata (base_model, datasets, tags
    ``countdown-rl``, the algorithm's tag and the task's name); :func:`write_model_card` writes it atomically.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.evaluation.eval_files import EVAL_JSON, read_eval
-from countdown_rl.evaluation.scoring import markdown_table
+from countdown_rl.evaluation.scoring import blind_table, markdown_table
 from countdown_rl.files import write_atomic
 from countdown_rl.runs.record import FINAL_EVAL_DIR, RUN_INFO, RunRecord, read_run_record
 
@@ -60,6 +61,9 @@ def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
             f"{'greedy' if not meta.get('temperature') else 'temperature ' + str(meta['temperature'])} decoding."
         )
         body += ["", markdown_table(final_eval["results"])]
+        if final_eval.get("blind_rule"):
+            body += ["", "Beside the best target-blind rule on the same problems (a fixed expression over the numbers "
+                     "that never reads the target):", "", blind_table(final_eval["blind_rule"], final_eval["results"])]
     else:
         body.append("No final evaluation was run.")
     return "\n".join(front + body) + "\n"

@@ -5,7 +5,8 @@
    ``eval/samples.jsonl`` (final evaluation of the trained model) and ``zero_shot/eval.json`` (the base model at
    the same budget). Whatever is missing, or had to be assumed, becomes a note in ``results.md``.
 2. ``results.md`` / ``results.csv``: one row per run -- algorithm, budget, zero-shot and trained accuracy,
-   improvement, outcome counts, mean output tokens, budget utilisation.
+   improvement, outcome counts, mean output tokens, budget utilisation, and (a task with a blind rule: Countdown)
+   the best target-blind rule's accuracy on the same rows and the correct answers on the rows it does not solve.
 3. PNG plots (matplotlib, Agg canvas): eval accuracy vs step, trained vs zero-shot accuracy per budget, reward vs
    step, completion length vs step, and correct vs incorrect completion length over training.
 4. ``samples.md``: a few successful and failed completions per run.
@@ -39,6 +40,7 @@ PLOTS = {
 CSV_COLUMNS = [
     "run", "algorithm", "max_tokens", "num_rows", "zero_shot_accuracy_pct", "trained_accuracy_pct",
     "improvement_points", "correct", "partial", "failed", "mean_output_tokens", "utilisation_pct",
+    "blind_rule_accuracy_pct", "zero_shot_correct_beyond_rule", "trained_correct_beyond_rule",
 ]
 
 
@@ -215,6 +217,7 @@ def result_row(run: Run) -> dict[str, Any] | None:
     if trained is None:
         return None
     zero = run.zero_shot_result(trained.max_tokens)
+    blind = (run.trained or {}).get("blind_rule")
     return {
         "run": run.name,
         "algorithm": run.info["algorithm"],
@@ -228,7 +231,20 @@ def result_row(run: Run) -> dict[str, Any] | None:
         "failed": trained.failed,
         "mean_output_tokens": trained.mean_tokens,
         "utilisation_pct": 100 * trained.utilisation,
+        "blind_rule_accuracy_pct": None if blind is None else 100 * blind["accuracy"],
+        "zero_shot_correct_beyond_rule": _beyond_rule(run.zero_shot, trained.max_tokens),
+        "trained_correct_beyond_rule": _beyond_rule(run.trained, trained.max_tokens),
     }
+
+
+def _beyond_rule(evaluation: dict[str, Any] | None, max_tokens: int) -> int | None:
+    """Correct first answers at ``max_tokens`` on the rows the best blind rule does not solve (None: unknown)."""
+    split = ((evaluation or {}).get("blind_rule") or {}).get("by_budget", {}).get(str(max_tokens))
+    return None if split is None else split["correct_on_rest"]
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else str(value)
 
 
 def _signed(points: float | None) -> str:
@@ -238,7 +254,8 @@ def _signed(points: float | None) -> str:
 def results_markdown(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None]) -> str:
     """``results.md``: the table, the plots and the notes."""
     headers = ["run", "algorithm", "max tokens", "rows", "zero-shot accuracy", "trained accuracy", "improvement (points)",
-               "correct", "partial", "failed", "mean output tokens", "utilisation"]
+               "correct", "partial", "failed", "mean output tokens", "utilisation", "best target-blind rule",
+               "correct beyond the rule (zero-shot -> trained)"]
     table = [
         [
             row["run"], row["algorithm"], row["max_tokens"], row["num_rows"],
@@ -246,6 +263,8 @@ def results_markdown(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None])
             format_percent(row["trained_accuracy_pct"] / 100), _signed(row["improvement_points"]),
             row["correct"], row["partial"], row["failed"], format_number(row["mean_output_tokens"]),
             format_percent(row["utilisation_pct"] / 100),
+            format_percent(None if row["blind_rule_accuracy_pct"] is None else row["blind_rule_accuracy_pct"] / 100),
+            f"{_count(row['zero_shot_correct_beyond_rule'])} -> {_count(row['trained_correct_beyond_rule'])}",
         ]
         for row in rows
         if row is not None
@@ -255,7 +274,9 @@ def results_markdown(runs: Sequence[Run], rows: Sequence[dict[str, Any] | None])
         lines += [
             render_markdown_table(headers, table), "",
             "Accuracy: share of the held-out rows whose first completion (greedy unless sampled) is correct. Improvement: trained minus zero-shot accuracy, in percentage points. "
-            "Utilisation: mean output tokens / max tokens.", "",
+            "Utilisation: mean output tokens / max tokens. Best target-blind rule: the accuracy, on the same rows, of "
+            "the best fixed expression over the numbers that never reads the target (Countdown); correct beyond the "
+            "rule: correct answers on the rows that rule does not solve.", "",
         ]
     else:
         lines += ["No run has a final evaluation (eval/eval.json).", ""]

@@ -10,6 +10,9 @@
    :func:`evaluate_rows` is its one-budget form.
 4. :func:`markdown_table` renders results; the files that hold them are :mod:`countdown_rl.evaluation.eval_files`'s.
 5. :func:`outcome_metrics` gives the few fractions the trainer logs as ``eval_accuracy`` etc.
+6. :func:`blind_split` puts the task's best blind rule (Countdown: the best fixed expression that never reads the
+   target) on the same rows and splits each budget's correct answers into rows that rule solves and the rest;
+   :func:`blind_table` renders it beside the results.
 
 The task comes from the registry (:func:`countdown_rl.tasks.get_task`): this module imports no task. torch,
 transformers and vllm are imported inside the functions that need them, so the report stays fast.
@@ -35,6 +38,8 @@ __all__ = [
     "RENAMED_KEYS",
     "SAMPLE_FIELDS",
     "BudgetResult",
+    "blind_split",
+    "blind_table",
     "evaluate_budgets",
     "evaluate_rows",
     "markdown_table",
@@ -241,6 +246,39 @@ def summarise(samples: Sequence[Mapping[str, Any]], max_tokens: int, num_samples
     )
 
 
+def blind_split(task: Task | str | None, samples_by_budget: Mapping[int, Sequence[Mapping[str, Any]]],
+                results: Sequence[BudgetResult]) -> dict[str, Any] | None:
+    """The task's best blind rule on the evaluated rows, and each budget's correct first answers split by whether
+    that rule solves the row (``eval.json``'s ``blind_rule``); None for a task without a blind rule.
+
+    >>> rows = [{"nums": [1, 2, 3], "target": 6, "outcome": "correct", "num_tokens": 3, "truncated": False,
+    ...          "sample_index": 0}, {"nums": [2, 9, 3], "target": 15, "outcome": "correct", "num_tokens": 3,
+    ...          "truncated": False, "sample_index": 0}]
+    >>> split = blind_split("countdown", {8: rows}, [summarise(rows, 8)])
+    >>> split["accuracy"], split["by_budget"]["8"]
+    (0.5, {'correct_on_solved': 1, 'correct_on_rest': 1})
+    """
+    if not results:
+        return None
+    task = _resolve_task(task)
+    first = [row for row in samples_by_budget.get(results[0].max_tokens, ()) if row["sample_index"] == 0]
+    rule = task.blind_rule(first) if first else None
+    if rule is None:
+        return None
+    by_budget = {}
+    for result in results:
+        firsts = [row for row in samples_by_budget.get(result.max_tokens, ()) if row["sample_index"] == 0]
+        if len(firsts) != len(first):
+            continue
+        hits = [row["outcome"] == Outcome.CORRECT.value for row in firsts]
+        by_budget[str(result.max_tokens)] = {
+            "correct_on_solved": sum(h and s for h, s in zip(hits, rule.solved)),
+            "correct_on_rest": sum(h and not s for h, s in zip(hits, rule.solved)),
+        }
+    return {"rule": rule.describe(), "accuracy": rule.accuracy, "solved": sum(rule.solved),
+            "total": len(rule.solved), "by_budget": by_budget}
+
+
 def outcome_metrics(result: BudgetResult) -> dict[str, float]:
     """What the trainer logs at each evaluation (as ``eval/accuracy`` etc.): fractions of rows and mean tokens.
 
@@ -368,4 +406,18 @@ def markdown_table(results: Sequence[BudgetResult]) -> str:
         ]
         for r in results
     ]
+    return render_markdown_table(headers, rows)
+
+
+def blind_table(blind: Mapping[str, Any], results: Sequence[BudgetResult], label: str = "max tokens") -> str:
+    """The best blind rule's row above one row per budget: accuracy, and correct answers on the rows the rule
+    solves and on the rest (the part of an accuracy a target-blind answer could not have had)."""
+    solved, rest = blind["solved"], blind["total"] - blind["solved"]
+    headers = ["", "accuracy", f"correct of the {solved} rows the rule solves", f"correct of the {rest} others"]
+    rows = [[f"best target-blind rule ({blind['rule']})", format_percent(blind["accuracy"]), solved, 0]]
+    for r in results:
+        split = blind["by_budget"].get(str(r.max_tokens))
+        if split is not None:
+            rows.append([f"{label} {r.max_tokens}", format_percent(r.accuracy), split["correct_on_solved"],
+                         split["correct_on_rest"]])
     return render_markdown_table(headers, rows)

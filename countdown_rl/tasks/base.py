@@ -422,6 +422,12 @@ class Task:
         """Whether a valid row is kept under the task's options (e.g. a MATH level filter); default all."""
         return True
 
+    def blind_rule(self, rows: Sequence[Mapping[str, Any]]) -> Any | None:
+        """The best rule that answers without reading what is asked (Countdown: a fixed expression over the numbers
+        that never reads the target), with ``describe()``, ``accuracy`` and ``solved`` (one bool per row); None for a
+        task that has none. Every accuracy of the task is reported beside it."""
+        return None
+
     # -- prompts -----------------------------------------------------------------------------------------------
     def prompt(self, row: Mapping[str, Any], template: str | None = None) -> Prompt:
         """Render ``row`` with the named template (default: :attr:`default_template`)."""

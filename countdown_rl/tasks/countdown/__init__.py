@@ -7,16 +7,20 @@
 4. Rewards: :mod:`.rewards` (``countdown``, ``countdown_subset``, ``graduated``, ``length_aware``).
 5. Offline data: :mod:`.puzzles` (a generator that keeps only solvable puzzles, and an exact solver; the role the
    other tasks' ``problems`` module plays).
+6. The blind baseline: :mod:`.blind` (the best fixed expression that never reads the target, beside every
+   accuracy).
 
 Option ``unary_minus`` (default false): accept a unary minus before a literal or a parenthesised group, as the
-assignment's reference verifier and TinyZero do; the default rule rejects it.
+assignment's reference verifier and TinyZero do; the default rule rejects it. Option ``sampling`` (default
+``expression``): how :meth:`CountdownTask.generate` draws puzzles (:mod:`.puzzles`; ``balanced`` caps every
+target-blind template of :mod:`.blind`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from countdown_rl.tasks.base import RewardFunc, Task, Verdict, bind_options, missing_column
 from countdown_rl.tasks.countdown.prompts import PROMPT_TEMPLATES
@@ -37,6 +41,18 @@ class CountdownOptions:
         default=False,
         metadata={"help": "Accept a unary minus before a literal or a parenthesised group (-1 + 72 * 12)."},
     )
+    sampling: Literal["expression", "balanced"] = field(
+        default="expression",
+        metadata={"help": "How generated puzzles are drawn (`countdown-rl generate`, dataset `generated`): "
+                          "`expression` (a random expression's value, like the public data: 20-38% sum/difference "
+                          "targets) or `balanced` (no target-blind template solves more than 6%)."},
+    )
+
+    def __post_init__(self):
+        from countdown_rl.tasks.countdown.puzzles import SAMPLINGS
+
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"sampling must be one of {list(SAMPLINGS)}, got {self.sampling!r}")
 
 
 class CountdownTask(Task):
@@ -107,7 +123,12 @@ class CountdownTask(Task):
         open_think = (template or self.default_template) != "r1_zero"
         return solver_trace([int(x) for x in row["nums"]], int(row["target"]), open_think=open_think)
 
+    def blind_rule(self, rows: Sequence[Mapping[str, Any]]) -> Any:
+        from countdown_rl.tasks.countdown.blind import best_blind_rule
+
+        return best_blind_rule(rows)
+
     def generate(self, n: int, seed: int = 0) -> list[dict[str, Any]]:
         from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
-        return generate_countdown(n, seed=seed)
+        return generate_countdown(n, seed=seed, sampling=self.options.sampling)

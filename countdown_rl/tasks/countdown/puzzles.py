@@ -24,6 +24,12 @@ Generator (:func:`generate_countdown`):
    Solvable by construction.
 3. :func:`solve` confirms each puzzle (``verify=True``), guarding the construction against regressions.
 
+That is ``sampling="expression"``: at small sizes most of its targets are sums and differences (the best
+target-blind rule of :mod:`.blind`, e.g. ``s1 - s2 + s3``, solves 19-38% of its puzzles). ``sampling="balanced"``
+draws the same candidates and keeps one only while every target-blind template that solves it stays at or under
+``blind_cap`` of the puzzles with as many numbers (:class:`.blind.BlindCap`: the count of each size is drawn first,
+so the cap is exact for the finished pool).
+
 Default ranges mirror the public ``Countdown-Tasks-3to4`` data (3-4 numbers in 1..99, positive integer
 targets, mostly at most 100): numbers 1..99 and targets 1..100 inclusive.
 """
@@ -38,11 +44,17 @@ from numbers import Integral
 from typing import Union
 
 __all__ = [
-    "SEARCH_LIMIT", "Expr", "generate_countdown", "generate_with_solutions", "render", "search_effort",
+    "BLIND_CAP", "SAMPLINGS", "SEARCH_LIMIT",
+    "Expr", "generate_countdown", "generate_with_solutions", "render", "search_effort",
     "search_trace", "solve", "solve_tree", "solver_trace",
 ]
 
 SEARCH_LIMIT = 5000
+SAMPLINGS = ("expression", "balanced")
+"""How :func:`generate_countdown` picks puzzles: a random expression's value, or that capped per blind template."""
+BLIND_CAP = 0.06
+"""``balanced`` sampling's cap: the most puzzles (share of those with as many numbers) any target-blind template
+solves."""
 """Node bound of :func:`search_effort`: a whole 4-number search tree (4573 nodes) fits under it."""
 
 # An expression tree: a leaf is a given number; a node is (operator, left, right).
@@ -350,14 +362,21 @@ def generate_countdown(
     min_target: int = 1,
     max_target: int = 100,
     verify: bool = True,
+    sampling: str = "expression",
+    blind_cap: float = BLIND_CAP,
 ) -> list[dict]:
     """Generate ``n`` distinct solvable puzzles ``{"nums": [...], "target": int}``, deterministic per seed.
+
+    ``sampling`` is ``"expression"`` (today's pools) or ``"balanced"`` (no target-blind template solves more than
+    ``blind_cap`` of the puzzles with as many numbers; pools under ``1 / blind_cap`` puzzles: one each).
 
     >>> puzzles = generate_countdown(3, seed=1)
     >>> len(puzzles), all(solve(p["nums"], p["target"]) for p in puzzles)
     (3, True)
     >>> puzzles == generate_countdown(3, seed=1)
     True
+    >>> len(generate_countdown(40, seed=1, sampling="balanced", max_numbers=3))
+    40
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
@@ -367,35 +386,73 @@ def generate_countdown(
         raise ValueError(f"need 0 <= min_number <= max_number, got {min_number}, {max_number}")
     if min_target > max_target:
         raise ValueError(f"need min_target <= max_target, got {min_target}, {max_target}")
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {list(SAMPLINGS)}, got {sampling!r}")
     rng = random.Random(seed)
     seen: set[tuple[int, tuple[int, ...]]] = set()
-    puzzles: list[dict] = []
     # Rejection sampling: most random expressions miss the target range; this bound only trips when the
-    # ranges cannot hold n distinct puzzles.
+    # ranges cannot hold n distinct puzzles (or, balanced, when the cap leaves too few).
     budget = 2000 * n + 10_000
+
+    def candidate(count: int) -> dict | None:
+        nums = [rng.randint(min_number, max_number) for _ in range(count)]
+        value = _random_reduction(nums, rng, _any_operator)
+        if value.denominator != 1 or not min_target <= value <= max_target:
+            return None
+        target = int(value)
+        if (target, tuple(sorted(nums))) in seen:
+            return None
+        if verify and solve_tree(nums, target) is None:
+            raise RuntimeError(f"generator bug: no solution found for nums={nums}, target={target}")
+        return {"nums": nums, "target": target}
+
+    def keep(puzzle: dict) -> None:
+        seen.add((puzzle["target"], tuple(sorted(puzzle["nums"]))))
+
+    puzzles: list[dict] = []
     draws = 0
-    while len(puzzles) < n and draws < budget:
-        # Fix the count first and retry within it: 4-number expressions miss the target range more often,
-        # so drawing the count per attempt would skew the output towards 3 numbers.
-        count = rng.randint(min_numbers, max_numbers)
-        while draws < budget:
-            draws += 1
-            nums = [rng.randint(min_number, max_number) for _ in range(count)]
-            value = _random_reduction(nums, rng, _any_operator)
-            if value.denominator != 1 or not min_target <= value <= max_target:
-                continue
-            target = int(value)
-            key = (target, tuple(sorted(nums)))
-            if key in seen:
-                continue
-            if verify and solve_tree(nums, target) is None:
-                raise RuntimeError(f"generator bug: no solution found for nums={nums}, target={target}")
-            seen.add(key)
-            puzzles.append({"nums": nums, "target": target})
-            break
-    if len(puzzles) < n:
-        raise RuntimeError(f"only {len(puzzles)} of {n} distinct puzzles found in {budget} draws; widen the ranges")
-    return puzzles
+    if sampling == "expression":
+        while len(puzzles) < n and draws < budget:
+            # Fix the count first and retry within it: 4-number expressions miss the target range more often,
+            # so drawing the count per attempt would skew the output towards 3 numbers.
+            count = rng.randint(min_numbers, max_numbers)
+            while draws < budget:
+                draws += 1
+                puzzle = candidate(count)
+                if puzzle is not None:
+                    keep(puzzle)
+                    puzzles.append(puzzle)
+                    break
+        if len(puzzles) < n:
+            raise RuntimeError(f"only {len(puzzles)} of {n} distinct puzzles found in {budget} draws; "
+                               "widen the ranges")
+        return puzzles
+
+    from countdown_rl.tasks.countdown.blind import BlindCap
+
+    counts = [rng.randint(min_numbers, max_numbers) for _ in range(n)]
+    per_count = {k: counts.count(k) for k in sorted(set(counts))}
+    cap = BlindCap(blind_cap, per_count)
+    made: dict[int, list[dict]] = {}
+    for k, wanted in per_count.items():
+        made[k] = []
+        while len(made[k]) < wanted and draws < budget:
+            batch: list[dict] = []
+            while len(batch) < 64 and draws < budget:
+                draws += 1
+                puzzle = candidate(k)
+                if puzzle is not None and all(puzzle["target"] != b["target"] or sorted(puzzle["nums"])
+                                              != sorted(b["nums"]) for b in batch):
+                    batch.append(puzzle)
+            for puzzle, ok in zip(batch, cap.offer(batch, want=wanted - len(made[k]))):
+                if ok:
+                    keep(puzzle)
+                    made[k].append(puzzle)
+        if len(made[k]) < wanted:
+            raise RuntimeError(f"only {len(made[k])} of {wanted} balanced {k}-number puzzles (blind_cap "
+                               f"{blind_cap}) found in {budget} draws; widen the ranges or raise blind_cap")
+    # The pool lists the puzzles in the order their counts were drawn.
+    return [made[k].pop(0) for k in counts]
 
 
 def generate_with_solutions(n: int, **kwargs) -> list[dict]:
