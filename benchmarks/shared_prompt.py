@@ -9,7 +9,8 @@ each distinct prompt of a micro-batch once and its completions against its cache
    a small random Qwen3, hidden 256 x 4 layers, the recipe's r1_zero Countdown prompt, completions of
    ``--tokens`` (256) that never stop early) in a ``CountdownGRPOTrainer``: GRPO, beta 0, ``--prompts`` x
    ``--num-generations`` completions in one micro-batch, bf16 autocast unless ``--fp32``; the Countdown reward
-   for SmolLM2, a dense toy reward for the random models (which never solve a puzzle: no gradient otherwise).
+   plus a dense toy reward for SmolLM2, the dense toy reward alone for the random models (a model that never solves
+   a puzzle has all-zero advantages, and then no gradient to compare).
 2. One rollout batch from TRL's own generation and scoring (``_generate_and_score_completions``), timed.
 3. ``--repeats`` times, in alternating order, with the flag off and on: the loss (its log-prob pass), its backward
    pass and an AdamW step, from the same weights (restored after each, outside the clock), the wall time and the
@@ -90,7 +91,9 @@ def _model_dir(name: str, workdir: Path) -> Path:
 
     tokenizer = build_tiny_tokenizer()
     base = build_tiny_model(tokenizer).config
-    config = Qwen3Config(**{**base.to_dict(), "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
+    # layer_types is per layer: left out, it is rebuilt for the new depth
+    kept = {key: value for key, value in base.to_dict().items() if key != "layer_types"}
+    config = Qwen3Config(**{**kept, "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
                             "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32})
     path = workdir / "qwen3-shape"
     Qwen3ForCausalLM(config).save_pretrained(path)
@@ -140,7 +143,8 @@ def main(argv=None) -> None:
     trainer = _common.build_trainer(
         "ours", "grpo", model=AutoModelForCausalLM.from_pretrained(str(model_dir)),
         tokenizer=AutoTokenizer.from_pretrained(str(model_dir)), dataset=dataset,
-        rewards=_common.reward_funcs(["countdown" if args.model == "smollm2" else "dense"]), output_dir=str(workdir / "run"), use_cpu=True,
+        rewards=_common.reward_funcs(["countdown", "dense"] if args.model == "smollm2" else ["dense"]),
+        output_dir=str(workdir / "run"), use_cpu=True,
         bf16=not args.fp32, per_device_train_batch_size=args.prompts * args.num_generations,
         num_generations=args.num_generations, max_completion_length=tokens, temperature=0.7, beta=0.0,
         gradient_checkpointing=False, seed=args.seed, generation_kwargs=generation)
@@ -163,7 +167,7 @@ def main(argv=None) -> None:
 
     weights = copy.deepcopy(trainer.model.state_dict())
     results = {False: [], True: []}
-    loss_gap, grad_gap = 0.0, 0.0
+    loss_gap, grad_gap, grad_norm = 0.0, 0.0, 0.0
     for r in range(args.repeats):
         order = (False, True) if r % 2 == 0 else (True, False)
         pair = {flag: _train_part(trainer, batch, flag, weights) for flag in order}
@@ -171,6 +175,7 @@ def main(argv=None) -> None:
             results[flag].append(pair[flag])
         loss_gap = max(loss_gap, abs(pair[True][2] - pair[False][2]))
         plain = pair[False][3]
+        grad_norm = plain.norm().item()
         grad_gap = max(grad_gap, ((pair[True][3] - plain).norm() / plain.norm().clamp(min=1e-30)).item())
         print(f"repeat {r}: off {pair[False][0]:.2f} s, on {pair[True][0]:.2f} s", flush=True)
     off = _common.median([t for t, *_ in results[False]])
@@ -184,11 +189,11 @@ def main(argv=None) -> None:
     print(_common.markdown_table(
         ["model", "rows x (prompt + completion) tokens", "ideal ratio", "training part off", "on", "off / on",
          "whole RL step off / on", "peak RSS off / on", "GFLOP/s off / on (matmul peak)", "largest loss diff",
-         "gradient diff (relative norm)"],
+         "gradient norm (off)", "gradient diff (relative norm)"],
         [[args.model, f"{rows} x ({prompt_len} + {completion_len})", f"{plain_tokens / shared_tokens:.2f}x",
           f"{off:.2f} s", f"{on:.2f} s", f"{off / on:.2f}x", f"{(rollout + off) / (rollout + on):.2f}x",
           f"{mem_off:.0f} / {mem_on:.0f} MB", f"{gflops_off:.0f} / {gflops_on:.0f} ({peak:.0f})", f"{loss_gap:.1e}",
-          f"{grad_gap:.1e}"]]))
+          f"{grad_norm:.3g}", f"{grad_gap:.1e}"]]))
 
 
 if __name__ == "__main__":

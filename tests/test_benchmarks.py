@@ -7,8 +7,8 @@
 * ``benchmarks/trainer_overhead.py --quick``: prints the ours/stock step-time ratio of grpo and dr_grpo.
 * ``benchmarks/budget_curriculum.py --quick``: tables and JSON rows that are the runs' own files.
 * ``benchmarks/zero_advantage_skip.py --model tiny``: loss + backward timed with the skip off and on, the same update.
-* ``benchmarks/shared_prompt.py --model tiny``: the training part timed with the prompt-once pass off and on, the
-  same update, the token counts and the FLOP rates.
+* ``benchmarks/shared_prompt.py --model tiny`` (and ``qwen3-shape``): the training part timed with the prompt-once
+  pass off and on, the same update, the token counts and the FLOP rates.
 """
 
 import json
@@ -233,11 +233,12 @@ def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
     assert float(cells["largest gradient difference (relative norm)"]) < 1e-3
 
 
-def test_shared_prompt_times_both_passes_and_gets_the_same_update():
-    stdout = _run("shared_prompt.py", "--model", "tiny", "--tokens", "16", "--repeats", "1")
+@pytest.mark.parametrize("model", ["tiny", "qwen3-shape"])
+def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
+    stdout = _run("shared_prompt.py", "--model", model, "--tokens", "16", "--repeats", "1")
     header, [row] = _table(stdout)
     cells = dict(zip(header, row))
-    assert cells["rows x (prompt + completion) tokens"].startswith("32 x (")
+    assert cells["model"] == model and cells["rows x (prompt + completion) tokens"].startswith("32 x (")
     prompt, completion = map(int, re.findall(r"\d+", cells["rows x (prompt + completion) tokens"])[1:])
     assert completion <= 16
     ideal = 32 * (prompt + completion) / (4 * (prompt - 1) + 32 * (completion + 1))
@@ -245,6 +246,7 @@ def test_shared_prompt_times_both_passes_and_gets_the_same_update():
     off, on = float(cells["training part off"].rstrip(" s")), float(cells["on"].rstrip(" s"))
     assert off > 0 and on > 0
     assert float(cells["largest loss diff"]) < 1e-4  # bf16 autocast: rounding only
+    assert float(cells["gradient norm (off)"]) > 0  # a real update to compare, not all-zero advantages
     assert float(cells["gradient diff (relative norm)"]) < 2e-2
     assert float(cells["GFLOP/s off / on (matmul peak)"].split("(")[1].rstrip(")")) > 0  # the machine's matmul rate
 

@@ -183,6 +183,7 @@ def train_grpo(
             use_peft=peft_config is not None,
             num_processes=trainer.accelerator.num_processes,
             resumed_from=resume_from_checkpoint,
+            extra={**record.extra, "log_prob_pass": trainer.log_prob_pass},  # what ran (prompt-once or plain, why)
         )
         if plan is None:
             write_run_record(args.output_dir, record)

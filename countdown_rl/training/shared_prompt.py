@@ -9,6 +9,11 @@ A GRPO micro-batch holds G completions of each prompt, so a plain pass runs ever
    and the attention mask are the plain pass's (a token's position is its index in the padded row, padding masked),
    and the completion tokens are scored by the same head (TRL's fused one), so the per-token log-probs and
    entropies equal the plain pass's up to float rounding.
+4. The tail pass only reads the cache (:class:`PromptCache` returns the prompt's states and the tail's without
+   storing them), so under gradient checkpointing a layer's replay in the backward sees the same cache: the tail's
+   layers are checkpointed as usual, and the prompt pass, which writes the cache, runs without checkpointing (its
+   activations are kept for the distinct prompts only). Non-reentrant checkpointing only: the reentrant kind passes
+   no gradient to tensors outside a layer's positional arguments, such as the cache (the trainer falls back).
 
 :func:`shared_prompt_logps` returns None where nothing is shared (every prompt distinct): the plain pass is then as
 cheap and is what runs.
@@ -16,10 +21,76 @@ cheap and is what runs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 from transformers import DynamicCache
+from transformers.modeling_layers import GradientCheckpointingLayer
 
-__all__ = ["distinct_prompts", "shared_prompt_logps"]
+__all__ = ["PromptCache", "distinct_prompts", "other_cache_layers", "shared_prompt_logps"]
+
+ATTENTION_LAYERS = ("DynamicLayer", "DynamicSlidingWindowLayer")
+"""The cache layers a prompt cache is built from: attention keys and values, which rows can share and a tail
+can read."""
+
+
+def other_cache_layers(config) -> list[str]:
+    """The kinds of cache layer a model's ``DynamicCache`` holds besides attention ones (e.g. a Mamba mixer's
+    ``LinearAttentionLayer``, whose state a tail pass would advance): prompt-once needs none.
+
+    >>> from transformers import Qwen3Config
+    >>> other_cache_layers(Qwen3Config(num_hidden_layers=2))
+    []
+    """
+    return sorted({type(layer).__name__ for layer in DynamicCache(config=config).layers} - set(ATTENTION_LAYERS))
+
+
+class PromptCache(DynamicCache):
+    """A ``DynamicCache`` that, once ``read_only``, returns the cached states joined with the new ones without storing
+    the new ones: every call of a layer (a first run or a checkpointed replay) sees the prompt's cache alone.
+
+    >>> cache = PromptCache()
+    >>> _ = cache.update(torch.zeros(1, 1, 3, 2), torch.zeros(1, 1, 3, 2), 0)
+    >>> cache.read_only = True
+    >>> [cache.update(torch.ones(1, 1, 2, 2), torch.ones(1, 1, 2, 2), 0)[0].shape[2] for _ in range(2)]
+    [5, 5]
+    >>> cache.get_seq_length()
+    3
+    """
+
+    read_only = False
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        if not self.read_only:
+            return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+        layer = self.layers[layer_idx]
+        saved = dict(vars(layer))  # the layer's update reassigns its tensors (and counters): put them back after
+        try:
+            return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+        finally:
+            vars(layer).clear()
+            vars(layer).update(saved)
+
+
+@contextmanager
+def _checkpointed_layers(model, *, prompt_pass: bool) -> Iterator[None]:
+    """Under gradient checkpointing: the prompt pass runs its layers plainly (it writes the cache, which a replay would
+    write twice); the tail pass keeps the read-only cache in its checkpointed layers (transformers drops it
+    otherwise)."""
+    layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer) and m.gradient_checkpointing]
+    attribute = "gradient_checkpointing" if prompt_pass else "_can_checkpoint_with_cache"
+    before = [vars(layer).get(attribute) for layer in layers]
+    for layer in layers:
+        setattr(layer, attribute, not prompt_pass)
+    try:
+        yield
+    finally:
+        for layer, value in zip(layers, before):
+            if value is None:
+                vars(layer).pop(attribute, None)
+            else:
+                setattr(layer, attribute, value)
 
 
 def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,18 +125,21 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     if first.numel() == input_ids.size(0) or prompt_len < 2:
         return None
     prompt_model = prompt_model or model
-    cache = DynamicCache(config=prompt_model.config)
+    cache = PromptCache(config=prompt_model.config)
     # 1. the distinct prompts but their last token: the cache (the logits of one position are computed and dropped)
-    prompt_model(input_ids=prompt_ids[first, :-1], attention_mask=prompt_mask[first, :-1],
-                 past_key_values=cache, use_cache=True, logits_to_keep=1)
+    with _checkpointed_layers(prompt_model, prompt_pass=True):
+        prompt_model(input_ids=prompt_ids[first, :-1], attention_mask=prompt_mask[first, :-1],
+                     past_key_values=cache, use_cache=True, logits_to_keep=1)
     cache.batch_select_indices(inverse)  # 2. one cache row per row
+    cache.read_only = True
     # 3. the last prompt token predicts the first completion token; labels -100 are not scored
     tail_ids = input_ids[:, prompt_len - 1:]
     tail_mask = attention_mask[:, prompt_len - 1:]
     labels = tail_ids.masked_fill(tail_mask == 0, -100)
     labels[:, 0] = -100
-    outputs = model(input_ids=tail_ids, attention_mask=attention_mask, labels=labels, past_key_values=cache,
-                    fused_lm_head=True)
+    with _checkpointed_layers(model, prompt_pass=False):
+        outputs = model(input_ids=tail_ids, attention_mask=attention_mask, labels=labels, past_key_values=cache,
+                        fused_lm_head=True)
     logps = outputs.log_probs[:, -logits_to_keep:]
     entropies = outputs.entropy[:, -logits_to_keep:] if compute_entropy else None
     return logps, entropies

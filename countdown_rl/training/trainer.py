@@ -279,19 +279,40 @@ class CountdownGRPOTrainer(GRPOTrainer):
             memo.append(result)
         return result
 
+    def _plain_pass_reason(self) -> str | None:
+        """Why no log-prob pass of this run can be prompt-once (None: they can)."""
+        if self.args.gradient_checkpointing and (self.args.gradient_checkpointing_kwargs or {}).get("use_reentrant"):
+            return "reentrant gradient checkpointing passes no gradient to the cached prompt"
+        if self.is_fsdp_enabled or self.is_deepspeed_enabled:
+            return ("sharded parameters are freed after each forward, and the prompt pass's backward would find them "
+                    "gone (measured with FSDP2)")
+        if not hasattr(self, "_other_cache_layers"):  # the model's class does not change: look once
+            config = self.accelerator.unwrap_model(self.model).config
+            self._other_cache_layers = shared_prompt.other_cache_layers(config)
+        if self._other_cache_layers:
+            return f"the model's cache holds {', '.join(self._other_cache_layers)}, not only attention layers"
+        return None
+
+    @property
+    def log_prob_pass(self) -> str:
+        """What the log-prob passes run, for the run record (``extra["log_prob_pass"]``): ``"prompt-once"``,
+        ``"plain"`` (the flag off) or ``"plain (why)"``."""
+        if not self.args.shared_prompt_forward:
+            return "plain"
+        reason = self._plain_pass_reason()
+        if reason is not None:
+            return f"plain ({reason})"
+        if self.aux_loss_enabled:
+            return "prompt-once (the loss's own forward plain: a MoE router loss is computed over the whole rows)"
+        return "prompt-once"
+
     def _can_share_prompts(self, compute_aux_loss: bool, multimodal: dict) -> bool:
         """Whether this pass can run prompt-once; where not, the plain pass runs and the log says why, once."""
-        reason = None
-        if compute_aux_loss:
+        reason = self._plain_pass_reason()
+        if reason is None and compute_aux_loss:
             reason = "a MoE router loss is computed over the whole rows"
-        elif any(value is not None for value in multimodal.values()):
+        elif reason is None and any(value is not None for value in multimodal.values()):
             reason = "multimodal inputs"
-        elif getattr(self.accelerator.unwrap_model(self.model), "is_gradient_checkpointing", False) and (
-                self.model.training):
-            reason = "gradient checkpointing recomputes layers, which would fill the prompt cache twice"
-        elif self.is_fsdp_enabled or self.is_deepspeed_enabled:
-            reason = ("sharded parameters are freed after each forward, and the prompt pass's backward would find "
-                      "them gone (measured with FSDP2)")
         if reason and not getattr(self, "_shared_prompt_fallback_said", False):
             logger.warning("shared_prompt_forward: the plain log-prob pass runs instead (%s)", reason)
             self._shared_prompt_fallback_said = True

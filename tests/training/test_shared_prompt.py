@@ -107,17 +107,89 @@ def test_two_trainer_steps_with_the_flag_on_and_off_give_equal_weights(tiny_mode
     assert logged(runs[True], "loss") == pytest.approx(logged(runs[False], "loss"), rel=1e-4, abs=1e-6)
 
 
-def test_gradient_checkpointing_runs_the_plain_pass_and_says_so_once(tiny_model_dir, tmp_path, caplog):
-    """transformers drops a layer's cache under gradient checkpointing (its replay would write it twice): the plain
-    pass runs, the same update as with the flag off, and the log says why once."""
+def test_gradient_checkpointing_log_probs_and_gradients_equal_the_plain_pass(tiny_model_dir):
+    """The tail's checkpointed layers replay against the read-only cache; the prompt pass runs plainly."""
+    from trl.trainer.utils import add_fused_lm_head
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    add_fused_lm_head(model, temperature=0.7, outputs=("log_probs", "entropy"))
+    model.train()
+    input_ids, attention_mask, completion_mask = _micro_batch("shuffled")
+    logps, _ = _plain(model, input_ids, attention_mask)
+    plain_grads = _grads(model, logps, completion_mask)
+    model.gradient_checkpointing_enable({"use_reentrant": False})
+    shared, _ = shared_prompt_logps(model, input_ids, attention_mask, COMPLETION_LEN)
+    mask = completion_mask.bool()
+    torch.testing.assert_close(shared[mask], logps[mask].detach(), rtol=0, atol=1e-5)
+    for plain_grad, grad in zip(plain_grads, _grads(model, shared, completion_mask), strict=True):
+        torch.testing.assert_close(grad, plain_grad, rtol=1e-4, atol=1e-5)
+    layers = [m for m in model.modules() if hasattr(m, "_can_checkpoint_with_cache")]
+    assert layers and all(m.gradient_checkpointing and not m._can_checkpoint_with_cache for m in layers)  # restored
+
+
+def _prompt_passes(trainer) -> list[int]:
+    """Counts the forwards that run against a prompt cache (observed with a forward hook, nothing replaced)."""
+    from countdown_rl.training.shared_prompt import PromptCache
+
+    calls = []
+    trainer.model.register_forward_pre_hook(
+        lambda module, args, kwargs: calls.append(1) if isinstance(kwargs.get("past_key_values"), PromptCache)
+        else None, with_kwargs=True)
+    return calls
+
+
+def test_two_trainer_steps_with_gradient_checkpointing_on_and_off_give_equal_weights(tiny_model_dir, tmp_path,
+                                                                                     caplog):
+    runs, passes = {}, {}
+    for flag in (False, True):
+        with caplog.at_level("WARNING", logger="countdown_rl.training.trainer"):
+            trainer = tiny_trainer(tiny_model_dir, tmp_path / str(flag), task=None, shared_prompt_forward=flag,
+                                   gradient_checkpointing=True, optim="sgd", learning_rate=0.1,
+                                   generation_kwargs={"sequence_bias": [[[3], 4.0]]})
+            passes[flag] = _prompt_passes(trainer)
+            trainer.train()
+        runs[flag] = trainer
+    assert not passes[False] and passes[True]  # the flag on ran prompt-once, under checkpointing
+    assert not [r for r in caplog.records if "plain log-prob pass runs" in r.getMessage()]
+    for (name, off), on in zip(runs[False].model.named_parameters(), runs[True].model.parameters(), strict=True):
+        torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_reentrant_checkpointing_runs_the_plain_pass_and_says_so_once(tiny_model_dir, tmp_path, caplog):
+    """Reentrant checkpointing passes no gradient to tensors outside a layer's arguments (the cache): the plain pass
+    runs, the same update as with the flag off, and the log says why once."""
     runs = {}
     for flag in (False, True):
         with caplog.at_level("WARNING", logger="countdown_rl.training.trainer"):
             trainer = tiny_trainer(tiny_model_dir, tmp_path / str(flag), task=None, shared_prompt_forward=flag,
-                                   gradient_checkpointing=True, optim="sgd", learning_rate=0.1)
+                                   gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": True},
+                                   optim="sgd", learning_rate=0.1)
             trainer.train()
         runs[flag] = trainer
     said = [r for r in caplog.records if "shared_prompt_forward: the plain log-prob pass runs" in r.getMessage()]
-    assert len(said) == 1 and "gradient checkpointing" in said[0].getMessage()
+    assert len(said) == 1 and "reentrant" in said[0].getMessage()
     for off, on in zip(runs[False].model.parameters(), runs[True].model.parameters(), strict=True):
         assert torch.equal(on, off)
+
+
+def test_a_cache_with_other_than_attention_layers_is_named():
+    """A Mamba mixer's cache layer holds a recurrent state a tail pass would advance: such a model runs the plain
+    pass (the trainer's reason names the layer kind)."""
+    from transformers import NemotronHConfig, Qwen3Config
+
+    from countdown_rl.training.shared_prompt import other_cache_layers
+
+    hybrid = NemotronHConfig(num_hidden_layers=3, hybrid_override_pattern="M*-", hidden_size=64, vocab_size=100)
+    assert other_cache_layers(hybrid) == ["LinearAttentionLayer"]
+    sliding = Qwen3Config(num_hidden_layers=2, layer_types=["sliding_attention", "full_attention"], sliding_window=8,
+                          use_sliding_window=True)
+    assert other_cache_layers(sliding) == []
+
+
+def test_the_run_record_says_which_log_prob_pass_ran(tiny_model_dir, tmp_path):
+    on = tiny_trainer(tiny_model_dir, tmp_path / "on", task=None, shared_prompt_forward=True)
+    off = tiny_trainer(tiny_model_dir, tmp_path / "off", task=None)
+    reentrant = tiny_trainer(tiny_model_dir, tmp_path / "re", task=None, shared_prompt_forward=True,
+                             gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": True})
+    assert (on.log_prob_pass, off.log_prob_pass) == ("prompt-once", "plain")
+    assert reentrant.log_prob_pass.startswith("plain (reentrant gradient checkpointing")
