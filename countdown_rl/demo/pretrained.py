@@ -40,12 +40,17 @@ from countdown_rl.demo.stages import (
     RESULTS_FILE,
     DemoConfig,
     PuzzleSpec,
+    beyond_header,
+    beyond_rule,
+    blind_row,
+    blind_rule_of,
     demo_puzzles,
     evaluate_stage,
     finish_stage,
     demo_record,
     prepare_run_dir,
     print_header,
+    paired_test,
     read_json_or_none,
     rl_recipe,
     setup_environment,
@@ -195,21 +200,12 @@ class _Evaluator:
         return vllm_engine(model_dir, seed=self.config.seed, enforce_eager=True, max_model_len=1024)
 
 
-def _row(label: str, result, seconds: float | None) -> list[str]:
+def _row(label: str, result, blind: dict[str, Any] | None, seconds: float | None) -> list[str]:
     from countdown_rl.files import format_number, format_percent
 
     return [label, format_percent(result.accuracy), f"{result.correct} / {result.partial} / {result.failed}",
-            format_number(result.mean_tokens), "—" if seconds is None else f"{seconds / 60:.1f} min"]
-
-
-def _paired(sft_dir: Path, final_dir: Path, budget: int) -> dict[str, Any]:
-    from countdown_rl.evaluation.eval_files import read_samples
-    from countdown_rl.evaluation.paired import paired_counts
-
-    before, after = read_samples(sft_dir, budget), read_samples(final_dir, budget)
-    if [(r.get("nums"), r.get("target")) for r in before] != [(r.get("nums"), r.get("target")) for r in after]:
-        raise ValueError(f"{sft_dir} and {final_dir} hold different puzzles: no paired test")
-    return paired_counts([r["outcome"] == "correct" for r in after], [r["outcome"] == "correct" for r in before])
+            beyond_rule(blind, result.max_tokens), format_number(result.mean_tokens),
+            "—" if seconds is None else f"{seconds / 60:.1f} min"]
 
 
 def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
@@ -332,22 +328,29 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
     seconds = (timings["base_eval_s"], timings["sft_s"] + timings["sft_eval_s"],
                timings["rl_s"] + timings["final_eval_s"])
     held_out = [results[0][0] for results in (base_results, sft_results, final_results)]
+    blinds = [blind_rule_of(d) for d in (out / BASE_EVAL_DIR, out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR)]
     table = render_markdown_table(
-        ["model", "accuracy", "correct / partial / failed", "mean completion tokens", "stage time"],
-        [_row(label, result, s) for label, result, s in zip(labels, held_out, seconds, strict=True)])
+        ["model", "accuracy", "correct / partial / failed", beyond_header(blinds[0]), "mean completion tokens",
+         "stage time"],
+        blind_row(blinds[0], 6) + [_row(label, result, blind, s) for label, result, blind, s
+                                   in zip(labels, held_out, blinds, seconds, strict=True)])
     transfer_table = None
     if len(base_results) > 1:
+        transfer_blind = blind_rule_of(out / TRANSFER_DIR / "base")
+        blind_cells = ([["best target-blind rule", *(format_percent(transfer_blind["accuracy"])
+                                                      for _ in base_results[1])]] if transfer_blind else [])
         transfer_table = render_markdown_table(
             ["model", *(f"assignment's puzzles, {r.max_tokens} tokens" for r in base_results[1])],
-            [[label, *(format_percent(r.accuracy) for r in results[1])]
-             for label, results in zip(labels, (base_results, sft_results, final_results), strict=True)])
-    paired = _paired(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, budget)
+            blind_cells + [[label, *(format_percent(r.accuracy) for r in results[1])]
+                           for label, results in zip(labels, (base_results, sft_results, final_results), strict=True)])
+    paired = paired_test(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, budget)
     results = {
         "command": "countdown-rl demo", "model": config.model_name_or_path, "algorithm": config.algorithm,
         "lora": config.lora, "max_completion_length": budget, "num_eval_puzzles": held_out[0].num_rows,
         "dataset": config.puzzles.describe(), "rollout_backend": backend, "eval_backend": eval_backend,
         "base": held_out[0].to_dict(), "sft": held_out[1].to_dict(), "trained": held_out[2].to_dict(),
         "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy), "paired_test": paired,
+        "blind_rule": blinds[0],
         "transfer": {label: [r.to_dict() for r in results[1]] for label, results in
                      zip(("base", "sft", "trained"), (base_results, sft_results, final_results), strict=True)
                      if len(results) > 1},

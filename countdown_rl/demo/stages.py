@@ -1,8 +1,10 @@
 """``countdown-rl demo``: SFT warm-up then GRPO on Countdown, offline, on a CPU, in a few minutes.
 
 1. Puzzles: one seeded pool of easy generated puzzles (3 numbers in 1..20, targets 1..50; the generator keeps
-   each ``(target, sorted nums)`` once). ``data.split_countdown`` holds out ``num_eval`` of them (seeded, deduped,
-   so no puzzle is on both sides); the rest is cut in two disjoint parts, one for SFT and one for RL.
+   each ``(target, sorted nums)`` once; ``balanced``: no target-blind template, such as adding the numbers, solves
+   more than 6% of them, so a gain cannot be one fixed rule). ``data.split_countdown`` holds out ``num_eval`` of
+   them (seeded, deduped, so no puzzle is on both sides); the rest is cut in two disjoint parts, one for SFT and
+   one for RL.
 2. Base model: the tiny byte-level BPE tokenizer and a small random Qwen3 from :mod:`countdown_rl.demo.tiny`, saved
    to ``base/``.
 3. SFT warm-up: TRL's ``SFTTrainer`` on prompt-completion pairs (r1_zero prompt -> solver trace + EOS, loss on
@@ -20,7 +22,8 @@
 6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/``; the zero-shot files are copied
    to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
    ``countdown-rl report <output_dir>/<algorithm>`` works. A before/after table is printed and
-   ``<algorithm>/demo_results.json`` written (in the run's folder: a second algorithm leaves the first's).
+   ``<algorithm>/demo_results.json`` written (in the run's folder: a second algorithm leaves the first's), with
+   the exact McNemar test of RL against SFT on the same puzzles and the best target-blind rule's row.
    Accuracy is always the strict Countdown accuracy of :mod:`evaluation`.
 
 The stages are plain functions (:func:`warm_start` = puzzles + base model + :func:`sft_warmup_on_traces`;
@@ -83,8 +86,11 @@ class PuzzleSpec:
     num_sft: int = 4000
     num_rl: int = 2000
     num_eval: int = 300
+    # "balanced": no target-blind template (e.g. "add the numbers") solves more than 6% of the pool, so a gain cannot
+    # come from one fixed rule; "expression" reproduces the figures measured before it (sum-heavy: ~20% blind)
+    sampling: str = "balanced"
 
-    def generator_kwargs(self) -> dict[str, int]:
+    def generator_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :func:`countdown_rl.tasks.countdown.puzzles.generate_countdown`."""
         return {
             "min_numbers": self.min_numbers,
@@ -93,14 +99,15 @@ class PuzzleSpec:
             "max_number": self.max_number,
             "min_target": self.min_target,
             "max_target": self.max_target,
+            "sampling": self.sampling,
         }
 
     def describe(self) -> str:
         """One line for run_info.json and the tables."""
         count = (f"{self.min_numbers}" if self.min_numbers == self.max_numbers
                  else f"{self.min_numbers}-{self.max_numbers}")
-        return (f"generated Countdown puzzles: {count} numbers in {self.min_number}..{self.max_number}, "
-                f"targets {self.min_target}..{self.max_target}")
+        return (f"generated Countdown puzzles ({self.sampling}): {count} numbers in {self.min_number}.."
+                f"{self.max_number}, targets {self.min_target}..{self.max_target}")
 
 
 @dataclass(frozen=True)
@@ -474,16 +481,61 @@ def prepare_run_dir(run: Path, resume: bool) -> None:
         raise ValueError(f"{run} exists and is not a {PROG} run directory; choose another --output_dir")
 
 
-def results_table(before, after, algorithm: str, max_steps: int) -> str:
-    """The before/after Markdown table printed at the end (and stored in demo_results.json)."""
+def paired_test(before_dir: str | Path, after_dir: str | Path, budget: int) -> dict[str, Any]:
+    """The exact McNemar test of the model evaluated into ``after_dir`` against the one in ``before_dir`` on the same
+    puzzles at ``budget`` (``only_a``: puzzles only the after model solved)."""
+    from countdown_rl.evaluation.eval_files import read_samples
+    from countdown_rl.evaluation.paired import paired_counts
+
+    before, after = read_samples(before_dir, budget), read_samples(after_dir, budget)
+    if [(r.get("nums"), r.get("target")) for r in before] != [(r.get("nums"), r.get("target")) for r in after]:
+        raise ValueError(f"{before_dir} and {after_dir} hold different puzzles: no paired test")
+    return paired_counts([r["outcome"] == "correct" for r in after], [r["outcome"] == "correct" for r in before])
+
+
+def blind_rule_of(eval_dir: str | Path) -> dict[str, Any] | None:
+    """The best target-blind rule on an evaluation's puzzles, as its ``eval.json`` holds it (None: not recorded)."""
+    from countdown_rl.evaluation.eval_files import read_eval
+
+    return read_eval(eval_dir)["blind_rule"]
+
+
+def beyond_rule(blind: Mapping[str, Any] | None, budget: int) -> str:
+    """A table cell: correct answers at ``budget`` on the puzzles the blind rule does not solve."""
+    split = (blind or {}).get("by_budget", {}).get(str(budget))
+    return "—" if split is None else str(split["correct_on_rest"])
+
+
+def blind_row(blind: Mapping[str, Any] | None, width: int) -> list[list[str]]:
+    """The best target-blind rule as the first row of a ``width``-column demo table (none if not recorded)."""
+    if blind is None:
+        return []
+    from countdown_rl.files import format_percent
+
+    row = [f"best target-blind rule ({blind['rule']})", format_percent(blind["accuracy"]), "—", "0"]
+    return [row + ["—"] * (width - len(row))]
+
+
+def beyond_header(blind: Mapping[str, Any] | None) -> str:
+    others = "?" if blind is None else blind["total"] - blind["solved"]
+    return f"correct of the {others} the rule misses"
+
+
+def results_table(before, after, algorithm: str, max_steps: int, blind: Mapping[str, Any] | None = None,
+                  blind_after: Mapping[str, Any] | None = None) -> str:
+    """The before/after Markdown table printed at the end (and stored in demo_results.json), under the best
+    target-blind rule on the same puzzles (``blind`` and ``blind_after``: the two evaluations' ``blind_rule``)."""
     from countdown_rl.files import format_number, format_percent, render_markdown_table
 
     name = display_name(algorithm)
-    rows = [
-        [label, format_percent(r.accuracy), f"{r.correct} / {r.partial} / {r.failed}", format_number(r.mean_tokens)]
-        for label, r in ((f"SFT warm-up (before {name})", before), (f"after {name} ({max_steps} steps)", after))
+    rows = blind_row(blind, 5) + [
+        [label, format_percent(r.accuracy), f"{r.correct} / {r.partial} / {r.failed}",
+         beyond_rule(split, r.max_tokens), format_number(r.mean_tokens)]
+        for label, r, split in ((f"SFT warm-up (before {name})", before, blind),
+                                (f"after {name} ({max_steps} steps)", after, blind_after))
     ]
-    return render_markdown_table(["model", "accuracy", "correct / partial / failed", "mean completion tokens"], rows)
+    return render_markdown_table(["model", "accuracy", "correct / partial / failed", beyond_header(blind),
+                                  "mean completion tokens"], rows)
 
 
 @dataclass
@@ -632,7 +684,9 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     timings["rl_and_final_eval_s"] = time.time() - t
     timings["total_s"] = time.time() - started
     puzzles, sft_dir, zero_dir = warm.puzzles, warm.sft_dir, out / ZERO_SHOT_DIR
-    table = results_table(before, after, config.algorithm, trained["global_step"])
+    blind, blind_after = blind_rule_of(zero_dir), blind_rule_of(run_dir / FINAL_EVAL_DIR)
+    table = results_table(before, after, config.algorithm, trained["global_step"], blind, blind_after)
+    paired = paired_test(zero_dir, run_dir / FINAL_EVAL_DIR, budget)
     results = {
         "command": PROG,
         "algorithm": config.algorithm,
@@ -642,6 +696,8 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "sft": before.to_dict(),
         "trained": after.to_dict(),
         "gain_points": 100 * (after.accuracy - before.accuracy),
+        "paired_test": paired,
+        "blind_rule": blind,
         "global_step": trained["global_step"],
         "resumed_from": trained["resumed_from"],
         "paths": {"base": str(out / "base"), "sft": str(sft_dir), "zero_shot": str(zero_dir), "run": str(run_dir),
@@ -655,8 +711,10 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     print_header("results (strict Countdown accuracy, greedy, held-out puzzles)")
     print(table)
     print(f"\naccuracy {100 * before.accuracy:.1f}% -> {100 * after.accuracy:.1f}% "
-          f"({results['gain_points']:+.1f} points) on {len(puzzles['eval'])} puzzles, "
-          f"{budget} tokens, in {timings['total_s']:.0f} s")
+          f"({results['gain_points']:+.1f} points; McNemar p = {paired['p_value']:.3g}, {paired['only_a']} puzzles "
+          f"only RL solved, {paired['only_b']} only SFT) on {len(puzzles['eval'])} puzzles, {budget} tokens, "
+          f"in {timings['total_s']:.0f} s; the best target-blind rule solves "
+          f"{'?' if blind is None else format(100 * blind['accuracy'], '.1f')}%")
     print(f"files: {run_dir / RESULTS_FILE}; SFT model {sft_dir}; RL run {run_dir} "
           f"(model, checkpoints, eval/, zero_shot/); report: countdown-rl report {run_dir}")
     return results

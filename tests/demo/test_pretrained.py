@@ -57,9 +57,17 @@ def _check_files_and_table(out, first: str, resumed: str, results: dict, model: 
     assert [line.split("|")[1].strip() for line in table] == [
         "base model (zero-shot)", "after SFT warm-up", "after GRPO (2 steps)", "base model (zero-shot)",
         "after SFT warm-up", "after GRPO (2 steps)"]  # the held-out table, then the transfer table
-    for key, folder in (("base", "base_eval"), ("sft", "zero_shot"), ("trained", "grpo/eval")):
-        [result] = read_eval(out / folder)["results"]
+    for key, folder, line in zip(("base", "sft", "trained"), ("base_eval", "zero_shot", "grpo/eval"), table[:3]):
+        evaluation = read_eval(out / folder)
+        [result] = evaluation["results"]
         assert results[key]["accuracy"] == result.accuracy and result.num_rows == 8
+        # correct answers beyond the best target-blind rule, as the evaluation's own file splits them
+        beyond = evaluation["blind_rule"]["by_budget"][str(result.max_tokens)]["correct_on_rest"]
+        assert line.split("|")[4].strip() == str(beyond), line
+    # the rule's own row heads both tables: the held-out puzzles', then the assignment's
+    rules = [line for line in first.splitlines() if line.startswith("| best target-blind rule")]
+    assert len(rules) == 2 and results["blind_rule"] == read_eval(out / "base_eval")["blind_rule"]
+    assert results["blind_rule"]["rule"] in rules[0]
     transfer = read_eval(out / "transfer" / "sft")
     assert [r.max_tokens for r in transfer["results"]] == [32, 48] and transfer["meta"]["template"] == "chat"
     before, after = read_samples(out / "zero_shot", 48), read_samples(out / "grpo" / "eval", 48)

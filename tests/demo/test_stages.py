@@ -69,10 +69,25 @@ def test_table_and_results_match_the_eval_files(quick_runs):
     zero = json.loads((out / "zero_shot" / "eval.json").read_text())["results"][0]
     trained = files["trained_eval"]["results"][0]
     [before, after] = _table_rows(stdout)
-    for row, expected in ((before, zero), (after, trained)):
+    blinds = [json.loads((out / d / "eval.json").read_text())["blind_rule"] for d in ("zero_shot", "grpo/eval")]
+    budget = str(zero["max_tokens"])
+    for row, expected, blind in ((before, zero, blinds[0]), (after, trained, blinds[1])):
         assert row[1] == format_percent(expected["accuracy"])
         assert row[2] == f"{expected['correct']} / {expected['partial']} / {expected['failed']}"
-        assert row[3] == format_number(expected["mean_tokens"])
+        assert row[3] == str(blind["by_budget"][budget]["correct_on_rest"])
+        assert blind["by_budget"][budget]["correct_on_solved"] + int(row[3]) == expected["correct"]
+        assert row[4] == format_number(expected["mean_tokens"])
+    # The best target-blind rule on the same puzzles heads the table; both evaluations saw the same puzzles.
+    assert blinds[0]["rule"] == blinds[1]["rule"] and first["blind_rule"] == blinds[0]
+    [rule_row] = [line for line in stdout.splitlines() if line.startswith("| best target-blind rule")]
+    assert f"| {format_percent(blinds[0]['accuracy'])} |" in rule_row
+    # RL against SFT, paired on the same puzzles, from the samples themselves.
+    samples = [[json.loads(line)["outcome"] == "correct"
+                for line in (out / d / "samples.jsonl").read_text().splitlines()] for d in ("zero_shot", "grpo/eval")]
+    only_rl = sum(a and not b for b, a in zip(*samples))
+    only_sft = sum(b and not a for b, a in zip(*samples))
+    assert (first["paired_test"]["only_a"], first["paired_test"]["only_b"]) == (only_rl, only_sft)
+    assert f"McNemar p = {first['paired_test']['p_value']:.3g}" in stdout
     assert first["sft"] == zero and first["trained"] == trained
     assert read_eval(out / "grpo" / "zero_shot")["results"][0].to_dict() == zero
     assert first["gain_points"] == pytest.approx(100 * (first["trained"]["accuracy"] - first["sft"]["accuracy"]))
@@ -140,6 +155,22 @@ def test_flags_override_the_presets():
     assert demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--trace", "search"])).trace == "search"
     with pytest.raises(SystemExit):
         demo_cli.main(["--max-steps", "0"])
+
+
+def test_the_demo_puzzles_are_balanced_unless_expression_is_asked_for():
+    from countdown_rl.tasks.countdown.blind import best_blind_rule
+    from countdown_rl.tasks.countdown.puzzles import BLIND_CAP
+
+    assert demo_cli.config_from_args(demo_cli.build_parser().parse_args([])).puzzles.sampling == "balanced"
+    old = demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--sampling", "expression", "--quick"]))
+    assert old.puzzles.sampling == "expression" and old.puzzles.num_eval == demo.quick_config().puzzles.num_eval
+    spec = demo.PuzzleSpec(num_sft=1200, num_rl=600, num_eval=200)
+    balanced, expression = demo.demo_puzzles(spec, seed=0), demo.demo_puzzles(
+        demo.PuzzleSpec(num_sft=1200, num_rl=600, num_eval=200, sampling="expression"), seed=0)
+    pool = [p for part in balanced.values() for p in part]
+    assert best_blind_rule(pool).accuracy <= BLIND_CAP
+    assert best_blind_rule([p for part in expression.values() for p in part]).accuracy > 2 * BLIND_CAP
+    assert "(balanced)" in spec.describe()
 
 
 def test_bad_trace_settings_fail_before_anything_is_written(tmp_path):

@@ -70,7 +70,7 @@ def test_no_two_templates_are_operand_swaps_of_a_commutative_node():
 
 def test_solved_matrix_equals_exact_evaluation_of_every_template():
     rng = random.Random(0)
-    puzzles = [{"nums": [rng.randint(1, 30) for _ in range(4)], "target": rng.randint(1, 60)} for _ in range(60)]
+    puzzles = [{"nums": [rng.randint(1, 30) for _ in range(4)], "target": rng.randint(1, 60)} for _ in range(25)]
     # targets that an exact division reaches (floats: (1/3) * 3 and friends)
     puzzles += [{"nums": [3, 1, 3, 7], "target": 7}, {"nums": [7, 3, 1, 3], "target": 1}]
     matrix = solved_matrix(puzzles)
