@@ -502,8 +502,10 @@ def blind_rule_of(eval_dir: str | Path) -> dict[str, Any] | None:
 
 def beyond_rule(blind: Mapping[str, Any] | None, budget: int) -> str:
     """A table cell: correct answers at ``budget`` on the puzzles the blind rule does not solve."""
-    split = (blind or {}).get("by_budget", {}).get(str(budget))
-    return "—" if split is None else str(split["correct_on_rest"])
+    from countdown_rl.evaluation.scoring import correct_beyond_rule
+
+    count = correct_beyond_rule(blind, budget)
+    return "—" if count is None else str(count)
 
 
 def blind_row(blind: Mapping[str, Any] | None, width: int) -> list[list[str]]:
@@ -517,6 +519,7 @@ def blind_row(blind: Mapping[str, Any] | None, width: int) -> list[list[str]]:
 
 
 def beyond_header(blind: Mapping[str, Any] | None) -> str:
+    """The header of :func:`beyond_rule`'s column: how many puzzles the rule misses."""
     others = "?" if blind is None else blind["total"] - blind["solved"]
     return f"correct of the {others} the rule misses"
 

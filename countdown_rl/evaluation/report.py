@@ -25,7 +25,7 @@ from typing import Any
 
 from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.evaluation.eval_files import EVAL_JSON, SAMPLES_JSONL, read_eval, read_samples
-from countdown_rl.evaluation.scoring import SAMPLE_FIELDS, BudgetResult
+from countdown_rl.evaluation.scoring import SAMPLE_FIELDS, BudgetResult, correct_beyond_rule
 from countdown_rl.files import format_number, format_percent, render_markdown_table, write_atomic
 from countdown_rl.runs.record import FINAL_EVAL_DIR, RUN_INFO, TRAINER_STATE, ZERO_SHOT_DIR, read_run_record
 
@@ -232,15 +232,10 @@ def result_row(run: Run) -> dict[str, Any] | None:
         "mean_output_tokens": trained.mean_tokens,
         "utilisation_pct": 100 * trained.utilisation,
         "blind_rule_accuracy_pct": None if blind is None else 100 * blind["accuracy"],
-        "zero_shot_correct_beyond_rule": _beyond_rule(run.zero_shot, trained.max_tokens),
-        "trained_correct_beyond_rule": _beyond_rule(run.trained, trained.max_tokens),
+        "zero_shot_correct_beyond_rule": correct_beyond_rule((run.zero_shot or {}).get("blind_rule"),
+                                                             trained.max_tokens),
+        "trained_correct_beyond_rule": correct_beyond_rule(blind, trained.max_tokens),
     }
-
-
-def _beyond_rule(evaluation: dict[str, Any] | None, max_tokens: int) -> int | None:
-    """Correct first answers at ``max_tokens`` on the rows the best blind rule does not solve (None: unknown)."""
-    split = ((evaluation or {}).get("blind_rule") or {}).get("by_budget", {}).get(str(max_tokens))
-    return None if split is None else split["correct_on_rest"]
 
 
 def _count(value: int | None) -> str:

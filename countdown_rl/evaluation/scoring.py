@@ -40,6 +40,7 @@ __all__ = [
     "BudgetResult",
     "blind_split",
     "blind_table",
+    "correct_beyond_rule",
     "evaluate_budgets",
     "evaluate_rows",
     "markdown_table",
@@ -277,6 +278,17 @@ def blind_split(task: Task | str | None, samples_by_budget: Mapping[int, Sequenc
         }
     return {"rule": rule.describe(), "accuracy": rule.accuracy, "solved": sum(rule.solved),
             "total": len(rule.solved), "by_budget": by_budget}
+
+
+def correct_beyond_rule(blind: Mapping[str, Any] | None, max_tokens: int) -> int | None:
+    """From a :func:`blind_split`: the correct first answers at ``max_tokens`` on the rows the blind rule does not
+    solve (None: not recorded).
+
+    >>> correct_beyond_rule({"by_budget": {"8": {"correct_on_solved": 1, "correct_on_rest": 2}}}, 8)
+    2
+    """
+    split = (blind or {}).get("by_budget", {}).get(str(max_tokens))
+    return None if split is None else split["correct_on_rest"]
 
 
 def outcome_metrics(result: BudgetResult) -> dict[str, float]:
