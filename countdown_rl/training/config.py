@@ -124,15 +124,16 @@ class CountdownGRPOConfig(GRPOConfig):
                   "`skipped_completions` logs the share skipped. Needs beta 0, no entropy bonus and no "
                   "top_entropy_quantile filter (its quantile is taken over every completion)."},
     )
-    shared_prompt_forward: bool = field(
-        default=False,
+    shared_prompt_forward: bool | None = field(
+        default=None,
         metadata={"help": "Run each distinct prompt of a micro-batch through the model once in the log-prob passes "
                   "(policy with gradients, old policy, reference model), its completions against its cached keys and "
                   "values (countdown_rl.training.shared_prompt): the same log-probs and gradients within float "
-                  "rounding, the prompt's share of the work done once per group instead of G times. Where it cannot "
-                  "run (a MoE router loss, multimodal inputs, gradient checkpointing, FSDP or DeepSpeed) the plain pass "
-                  "runs and the log says so once. Off by default for now: turning it on moves every figure measured without it by "
-                  "float rounding, and the benchmark of record is still to come (issue #40)."},
+                  "rounding, the prompt's share of the work done once per group instead of G times. Unset (the "
+                  "default): on wherever it can run; where it cannot (reentrant gradient checkpointing, FSDP or "
+                  "DeepSpeed, a model whose cache holds other than attention layers; per pass: a MoE router loss, "
+                  "multimodal inputs) the plain pass runs and the log and the run record say why. true: on, and a "
+                  "run where it cannot run refuses at the start. false: TRL's plain pass."},
     )
     loss_type: str | None = field(
         default=None,
@@ -249,6 +250,14 @@ class CountdownGRPOConfig(GRPOConfig):
             if fixed:
                 raise ValueError(f"budget_schedule: generation_kwargs sets {fixed[0]}, which would fix the budget; "
                                  "remove it")
+        self._shared_prompt_given = self.shared_prompt_forward is not None  # true asked: refuse, not fall back
+        if self.shared_prompt_forward is None:
+            self.shared_prompt_forward = True
+        elif self.shared_prompt_forward and self.gradient_checkpointing and (
+                self.gradient_checkpointing_kwargs or {}).get("use_reentrant"):
+            raise ValueError("shared_prompt_forward: true needs non-reentrant gradient checkpointing (the reentrant "
+                             "kind passes no gradient to the cached prompt); set gradient_checkpointing_kwargs "
+                             "{use_reentrant: false}, or leave shared_prompt_forward unset to run the plain pass")
         self._shuffle_dataset_given = self.shuffle_dataset is not None
         if self.shuffle_dataset is None:
             self.shuffle_dataset = True

@@ -89,6 +89,11 @@ class CountdownGRPOTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, CountdownGRPOConfig):  # none or a plain GRPOConfig: TRL's run, our hooks idle
             self.args = CountdownGRPOConfig.from_trl(self.args)
+        if self.args.shared_prompt_forward and getattr(self.args, "_shared_prompt_given", False):
+            reason = self._plain_pass_reason()  # asked for explicitly: a run that cannot do it refuses
+            if reason is not None:
+                raise ValueError(f"shared_prompt_forward: true cannot run here: {reason}; leave it unset (the plain "
+                                 "pass then runs and the run record says why) or set it false")
         self.task = task
         self._gathered_rewards_per_func: torch.Tensor | None = None
         self._loss_forward: list | None = None  # the policy forward of the _compute_loss under way (hybrid reuses it)

@@ -187,8 +187,8 @@ def lora_runs(tiny_model_dir, puzzles, tmp_path_factory):
 
 def test_full_fine_tuning_resumes_bit_exactly(full_runs):
     check_resume(full_runs, "model.safetensors")
-    # the run record says which log-prob pass ran (the smoke recipe leaves shared_prompt_forward off)
-    assert json.loads((full_runs.full / "run_info.json").read_text())["extra"]["log_prob_pass"] == "plain"
+    # the run record says which log-prob pass ran (the smoke recipe leaves shared_prompt_forward at its default)
+    assert json.loads((full_runs.full / "run_info.json").read_text())["extra"]["log_prob_pass"] == "prompt-once"
 
 
 def test_lora_resumes_bit_exactly(lora_runs):

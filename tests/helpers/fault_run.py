@@ -50,22 +50,25 @@ def toy_dense_reward(completions, **kwargs):
 
 
 def forward_hook(module, args, output):
-    """On the model's training forward pass of the chosen step (generation runs under no_grad): NaN hidden states,
-    or a hook on their gradient that fires in the backward pass (NaN gradients, or the signal)."""
+    """On the model's training forward passes of the chosen step (generation runs under no_grad): NaN hidden states,
+    or a hook on their gradient that fires in the backward pass (NaN gradients, or the signal, once).
+
+    Every such pass of the step, not only the first: with the prompt-once log-probs the first is the prompt pass,
+    whose final hidden states feed nothing (only its cache does), so a hook there would never see a gradient."""
     # the decoder stack (Qwen3Model): TRL's fused LM head gives log-probs, not logits; the hidden states stay
     if STATE["fired"] or not torch.is_grad_enabled() or getattr(output, "last_hidden_state", None) is None:
         return None
     kind = FAULT[0]
     if STATE["step"] != int(FAULT[2] if kind == "signal" else FAULT[1]):
         return None
-    STATE["fired"] = True
     if kind == "nan-loss":
         output.last_hidden_state = output.last_hidden_state * float("nan")
     elif kind == "nan-grad":
         output.last_hidden_state.register_hook(lambda grad: grad * float("nan"))
-    else:  # signal:backward
-        output.last_hidden_state.register_hook(lambda grad: fire(signal.Signals["SIG" + FAULT[3]],
-                                                      int(FAULT[4]) if len(FAULT) > 4 else 1))
+    else:  # signal:backward, from the first of the step's passes that the backward reaches
+        output.last_hidden_state.register_hook(
+            lambda grad: None if STATE["fired"] else fire(signal.Signals["SIG" + FAULT[3]],
+                                                          int(FAULT[4]) if len(FAULT) > 4 else 1))
     return output
 
 

@@ -92,15 +92,18 @@ def completions(folder: Path) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def fsdp2_runs(tiny_model_dir, puzzles, tmp_path_factory):
-    """FSDP2 uninterrupted; FSDP2 stopped by SIGTERM at step 3 and resumed; DDP on the same launch shape; FSDP2 with
-    the prompt-once log-prob pass (``shared_prompt_forward``; off in the others)."""
+    """FSDP2 uninterrupted (``shared_prompt_forward`` unset: the plain pass, said); FSDP2 stopped by SIGTERM at step 3
+    and resumed; DDP on the same launch shape with the plain pass too (``false``), so the two differ by the sharding
+    alone; FSDP2 with ``shared_prompt_forward`` false (the update the fallback must equal) and true (refused)."""
     base = tmp_path_factory.mktemp("fsdp2")
     full, resumed, ddp = base / "full", base / "resumed", base / "ddp"
     runs = {"full": fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, full),
-            "shared": fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, base / "shared",
-                                "--shared_prompt_forward", "true"),
+            "plain": fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, base / "plain",
+                               "--shared_prompt_forward", "false"),
+            "asked": fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, base / "asked",
+                               "--shared_prompt_forward", "true"),
             "stopped": fault_run(FSDP2_LAUNCH, "signal:generation:3:TERM", tiny_model_dir, puzzles, resumed),
-            "ddp": fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, ddp)}
+            "ddp": fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, ddp, "--shared_prompt_forward", "false")}
     runs["resumed"] = fault_run(FSDP2_LAUNCH, "none", tiny_model_dir, puzzles, resumed, "--resume", "true")
     return runs, full, resumed, ddp
 
@@ -145,12 +148,19 @@ def test_fsdp2_resumes_bit_exactly_and_equals_ddp(fsdp2_runs):
 @pytest.mark.slow
 def test_prompt_once_under_fsdp2_runs_the_plain_pass_and_says_why(fsdp2_runs):
     """FSDP2 frees the sharded parameters after each forward; the prompt pass's backward would find them gone
-    (measured: "storage of size 0"), so the plain pass runs, says so, and the update is the flag-off one."""
+    (measured: "storage of size 0"). Unset, the flag falls back: the plain pass runs, the log and the run record say
+    why, and the update is the flag-off one; asked for explicitly, the run refuses in one line."""
     runs, full, _, _ = fsdp2_runs
-    assert runs["shared"].returncode == 0, runs["shared"].stderr[-3000:]
-    assert "shared_prompt_forward: the plain log-prob pass runs instead (sharded parameters" in runs["shared"].stderr
-    a, b = weights(full), weights(full.parent / "shared")
+    assert runs["full"].returncode == 0, runs["full"].stderr[-3000:]
+    assert "shared_prompt_forward: the plain log-prob pass runs instead (sharded parameters" in runs["full"].stderr
+    ran = json.loads((full / "run_info.json").read_text())["extra"]["log_prob_pass"]
+    assert ran.startswith("plain (sharded parameters")
+    a, b = weights(full), weights(full.parent / "plain")
     assert all(torch.equal(a[key], b[key]) for key in a)
+    asked = runs["asked"]
+    assert asked.returncode != 0
+    assert "ValueError: shared_prompt_forward: true cannot run here: sharded parameters" in asked.stderr
+    assert not (full.parent / "asked" / "model.safetensors").exists()
 
 
 @pytest.mark.slow

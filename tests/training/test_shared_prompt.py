@@ -156,10 +156,11 @@ def test_two_trainer_steps_with_gradient_checkpointing_on_and_off_give_equal_wei
 
 
 def test_reentrant_checkpointing_runs_the_plain_pass_and_says_so_once(tiny_model_dir, tmp_path, caplog):
-    """Reentrant checkpointing passes no gradient to tensors outside a layer's arguments (the cache): the plain pass
-    runs, the same update as with the flag off, and the log says why once."""
+    """Reentrant checkpointing passes no gradient to tensors outside a layer's arguments (the cache): with the flag
+    unset (its default, on where it can run) the plain pass runs, the same update as with the flag off, and the log
+    says why once."""
     runs = {}
-    for flag in (False, True):
+    for flag in (False, None):
         with caplog.at_level("WARNING", logger="countdown_rl.training.trainer"):
             trainer = tiny_trainer(tiny_model_dir, tmp_path / str(flag), task=None, shared_prompt_forward=flag,
                                    gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": True},
@@ -168,8 +169,32 @@ def test_reentrant_checkpointing_runs_the_plain_pass_and_says_so_once(tiny_model
         runs[flag] = trainer
     said = [r for r in caplog.records if "shared_prompt_forward: the plain log-prob pass runs" in r.getMessage()]
     assert len(said) == 1 and "reentrant" in said[0].getMessage()
-    for off, on in zip(runs[False].model.parameters(), runs[True].model.parameters(), strict=True):
+    for off, on in zip(runs[False].model.parameters(), runs[None].model.parameters(), strict=True):
         assert torch.equal(on, off)
+
+
+def test_asked_for_where_it_cannot_run_the_run_refuses_in_one_line(tmp_path):
+    """``shared_prompt_forward: true`` is a request: under reentrant checkpointing the config refuses before any
+    model loads; on a model whose cache holds a Mamba state (NemotronH) the trainer refuses at its start."""
+    from transformers import AutoModelForCausalLM, NemotronHConfig
+
+    from countdown_rl.demo.tiny import build_tiny_tokenizer
+    from countdown_rl.training.config import CountdownGRPOConfig
+
+    with pytest.raises(ValueError, match=r"^shared_prompt_forward: true needs non-reentrant gradient checkpointing"):
+        CountdownGRPOConfig(output_dir=str(tmp_path / "re"), use_cpu=True, report_to="none",
+                            shared_prompt_forward=True, gradient_checkpointing=True,
+                            gradient_checkpointing_kwargs={"use_reentrant": True})
+    tokenizer = build_tiny_tokenizer()
+    config = NemotronHConfig(num_hidden_layers=3, hybrid_override_pattern="M*-", hidden_size=64,
+                             vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id)
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / "hybrid")
+    tokenizer.save_pretrained(tmp_path / "hybrid")
+    with pytest.raises(ValueError, match=r"^shared_prompt_forward: true cannot run here: the model's cache holds "
+                                         r"LinearAttentionLayer, not only attention layers; leave it unset"):
+        tiny_trainer(tmp_path / "hybrid", tmp_path / "asked", task=None, shared_prompt_forward=True)
+    unset = tiny_trainer(tmp_path / "hybrid", tmp_path / "unset", task=None)
+    assert unset.log_prob_pass == "plain (the model's cache holds LinearAttentionLayer, not only attention layers)"
 
 
 def test_a_cache_with_other_than_attention_layers_is_named():
@@ -187,9 +212,9 @@ def test_a_cache_with_other_than_attention_layers_is_named():
 
 
 def test_the_run_record_says_which_log_prob_pass_ran(tiny_model_dir, tmp_path):
-    on = tiny_trainer(tiny_model_dir, tmp_path / "on", task=None, shared_prompt_forward=True)
-    off = tiny_trainer(tiny_model_dir, tmp_path / "off", task=None)
-    reentrant = tiny_trainer(tiny_model_dir, tmp_path / "re", task=None, shared_prompt_forward=True,
+    default = tiny_trainer(tiny_model_dir, tmp_path / "on", task=None)
+    off = tiny_trainer(tiny_model_dir, tmp_path / "off", task=None, shared_prompt_forward=False)
+    reentrant = tiny_trainer(tiny_model_dir, tmp_path / "re", task=None,
                              gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": True})
-    assert (on.log_prob_pass, off.log_prob_pass) == ("prompt-once", "plain")
+    assert (default.log_prob_pass, off.log_prob_pass) == ("prompt-once", "plain")
     assert reentrant.log_prob_pass.startswith("plain (reentrant gradient checkpointing")

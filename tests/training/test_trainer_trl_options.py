@@ -76,15 +76,19 @@ def test_every_trl_option_trains_through_ours_and_logs_trls_metrics(tiny_model_d
     pytest.param(dict(use_adaptive_entropy=True, gradient_accumulation_steps=2, per_device_train_batch_size=4),
                  id="adaptive-ga2"),
 ])
-@pytest.mark.parametrize("our_args", ["ours", "plain"])
+@pytest.mark.parametrize("our_args", ["ours", "plain", "ours-plain-pass"])
 def test_with_none_of_our_keys_set_a_step_is_stock_trls(tiny_model_dir, tmp_path, options, our_args):
     """From one seed: the same loss, gradient norm, logged TRL metrics and weights after two steps; our config or
-    a plain ``GRPOConfig`` handed to our trainer."""
+    a plain ``GRPOConfig`` handed to our trainer. With the prompt-once log-probs (our default) the weights agree to
+    float rounding, which Adam's normalisation lifts to about 1e-5 relative (rtol 1e-4, as issue #40 asks of the
+    flag on against off); with ``shared_prompt_forward: false`` the pass is TRL's and they agree to 1e-5."""
     stock = _pair(tiny_model_dir, tmp_path / "stock", GRPOConfig, GRPOTrainer, **options)
     stock.train()  # each trainer is built (set_seed) and trained before the other starts: one RNG stream each
-    config_cls = CountdownGRPOConfig if our_args == "ours" else GRPOConfig
-    ours = _pair(tiny_model_dir, tmp_path / "ours", config_cls, CountdownGRPOTrainer, **options)
+    config_cls = GRPOConfig if our_args == "plain" else CountdownGRPOConfig
+    flag = {"shared_prompt_forward": False} if our_args == "ours-plain-pass" else {}
+    ours = _pair(tiny_model_dir, tmp_path / "ours", config_cls, CountdownGRPOTrainer, **options, **flag)
     assert isinstance(ours.args, CountdownGRPOConfig) and ours.args.algorithm_label == stock.args.loss_type
+    assert ours.log_prob_pass == ("plain" if flag else "prompt-once")
     ours.train()
     stock_logs = [h for h in stock.state.log_history if "loss" in h]
     our_logs = [h for h in ours.state.log_history if "loss" in h]
@@ -94,8 +98,9 @@ def test_with_none_of_our_keys_set_a_step_is_stock_trls(tiny_model_dir, tmp_path
             if key in ("step_time",):  # wall clock
                 continue
             assert mine[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
+    rtol, atol = (1e-5, 1e-7) if flag else (1e-4, 1e-6)
     for (name, p), q in zip(stock.model.named_parameters(), ours.model.parameters(), strict=True):
-        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-7, msg=name)
+        torch.testing.assert_close(q, p, rtol=rtol, atol=atol, msg=name)
 
 
 # -- loss-level: one batch, perturbed policies ------------------------------------------------------------------
