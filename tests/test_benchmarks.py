@@ -8,7 +8,9 @@
 * ``benchmarks/budget_curriculum.py --quick``: tables and JSON rows that are the runs' own files.
 * ``benchmarks/zero_advantage_skip.py --model tiny``: loss + backward timed with the skip off and on, the same update.
 * ``benchmarks/shared_prompt.py --model tiny`` (and ``qwen3-shape``): the training part timed with the prompt-once
-  pass off and on, the same update, the token counts and the FLOP rates.
+  pass off and on, the same update, the token counts and the FLOP rates; full and LoRA under checkpointing.
+* ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
+  rows and the minutes saved from the runs' own records.
 """
 
 import json
@@ -273,3 +275,30 @@ def test_blind_rule_quick_rows_are_the_pools_own():
     pool = generate_countdown(300, seed=0, sampling="balanced", min_numbers=3, max_numbers=3, max_number=20,
                               max_target=50)
     assert demo["rule_accuracy"] == best_blind_rule(pool).accuracy
+
+
+def test_shared_prompt_full_and_lora_under_checkpointing():
+    stdout = _run("shared_prompt.py", "--model", "tiny", "--modes", "full", "lora", "--tokens", "16",
+                  "--gradient-checkpointing", "--repeats", "1")
+    assert "gradient checkpointing on (non-reentrant)" in stdout
+    header, rows = _table(stdout)
+    cells = [dict(zip(header, row)) for row in rows]
+    assert [c["mode"] for c in cells] == ["full", "lora"]
+    for c in cells:
+        assert c["log-prob pass (on)"] == "prompt-once"
+        assert float(c["gradient norm (off)"]) > 0 and float(c["gradient diff (relative norm)"]) < 2e-2
+
+
+def test_demo_rl_stage_times_both_passes_from_one_sft_model(tiny_model_dir, tmp_path):
+    out = tmp_path / "bench"
+    stdout = _run("demo_rl_stage.py", "--quick", "--model", str(tiny_model_dir), "--out", str(out), timeout=400)
+    header, rows = _table(stdout)
+    cells = [dict(zip(header, row)) for row in rows]
+    assert [c["shared_prompt_forward"] for c in cells] == ["false", "true"]
+    assert [c["log-prob pass (run record)"] for c in cells] == ["plain", "prompt-once"]
+    assert all(c["steps"] == "2" for c in cells)
+    for flag in ("false", "true"):  # each RL run started from the one SFT model and wrote its own record
+        record = json.loads((out / f"rl-shared-prompt-{flag}" / "run_info.json").read_text())
+        assert record["extra"]["log_prob_pass"] == ("plain" if flag == "false" else "prompt-once")
+    assert (out / "sft" / "model.safetensors").exists()
+    assert re.search(r"RL stage off / on: \d+\.\d\dx; minutes saved: -?\d+\.\d of \d+\.\d", stdout)
