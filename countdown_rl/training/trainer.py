@@ -87,7 +87,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args, task=None, **kwargs):
         super().__init__(*args, **kwargs)
-        if not isinstance(self.args, CountdownGRPOConfig):  # none or a plain GRPOConfig: TRL's run, our hooks idle
+        # None or a plain GRPOConfig: TRL's run, our hooks idle (but for the prompt-once log-probs, our default: the
+        # same pass up to float rounding)
+        if not isinstance(self.args, CountdownGRPOConfig):
             self.args = CountdownGRPOConfig.from_trl(self.args)
         if self.args.shared_prompt_forward and getattr(self.args, "_shared_prompt_given", False):
             reason = self._plain_pass_reason()  # asked for explicitly: a run that cannot do it refuses
