@@ -129,17 +129,12 @@ def _model(name: str, workdir: Path, device: str, seed: int):
     from countdown_rl.demo.tiny import build_tiny_model, build_tiny_tokenizer, save_tiny_model
 
     torch.manual_seed(seed)
-    if name == "qwen3-1.7b":
+    if name == "qwen3-1.7b":  # gpu_profile's random-weight 1.7B with the tiny tokenizer, built on the device
         import gpu_profile
 
-        tokenizer = build_tiny_tokenizer(seed=seed)
-        config = Qwen3Config(**gpu_profile.QWEN3_1_7B, pad_token_id=tokenizer.pad_token_id,
-                             eos_token_id=tokenizer.eos_token_id)
-        with torch.device(device):  # initialised on the GPU: seconds, not minutes
-            model = Qwen3ForCausalLM._from_config(config, dtype=torch.bfloat16)
-        model.generation_config.pad_token_id = tokenizer.pad_token_id
-        model.generation_config.eos_token_id = tokenizer.eos_token_id
-        return model, tokenizer
+        source = gpu_profile.ModelSource(argparse.Namespace(device=device, seed=seed, model=None, model_size="1.7b"),
+                                         str(workdir))
+        return source.load(), source.tokenizer
     if name == "smollm2":
         from countdown_rl.models.source import resolve_model_source
 
