@@ -451,6 +451,12 @@ def generate_countdown(
         if len(made[k]) < wanted:
             raise RuntimeError(f"only {len(made[k])} of {wanted} balanced {k}-number puzzles (blind_cap "
                                f"{blind_cap}) found in {budget} draws; widen the ranges or raise blind_cap")
+    # Acceptance order is not random: the first puzzles fill the caps of the common templates (sums and
+    # differences), the last ones are those no capped template solves. Shuffled, any slice of the pool (the demo's
+    # SFT and RL parts are slices) has the pool's mix; unshuffled, the demo's RL part held 4% sum-or-difference
+    # puzzles against 39% in its SFT part and 30% held out.
+    for k in made:
+        rng.shuffle(made[k])
     # The pool lists the puzzles in the order their counts were drawn.
     return [made[k].pop(0) for k in counts]
 

@@ -143,6 +143,19 @@ def test_balanced_pools_cap_every_blind_template(shape):
     assert best_blind_rule(generate_countdown(2000, seed=3, **shape)).accuracy > 3 * BLIND_CAP
 
 
+def test_every_slice_of_a_balanced_pool_has_the_pools_mix():
+    """The demo cuts its SFT and RL parts as slices of one pool: the rejection sampler fills the sum-and-difference
+    templates' caps first, so without a shuffle the first slice held 65-70% puzzles that + and - alone solve and
+    the last almost none."""
+    puzzles = generate_countdown(2000, seed=3, sampling="balanced", **DEMO_SHAPE)
+    solved = solved_matrix(puzzles)
+    names = [render_template(tree, order) for order in ("given", "sorted") for tree in templates(3)]
+    plus_minus = solved[:, [j for j, name in enumerate(names) if "*" not in name and "/" not in name]].any(axis=1)
+    shares = [plus_minus[i:i + 500].mean() for i in range(0, 2000, 500)]
+    assert 0.15 < plus_minus.mean() < 0.5  # a real share, so the slices below can differ
+    assert max(shares) - min(shares) < 0.1, shares
+
+
 def test_balanced_sampling_is_deterministic_per_seed_and_selectable_by_name():
     a = generate_countdown(200, seed=5, sampling="balanced", **DEMO_SHAPE)
     assert a == generate_countdown(200, seed=5, sampling="balanced", **DEMO_SHAPE)
