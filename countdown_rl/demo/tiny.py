@@ -36,7 +36,7 @@ class TinySize:
     head_dim: int
 
 
-# "test": ~100k parameters, a training step in ~0.1 s. "demo": 267k parameters, the CPU demo's SFT + GRPO in ~7 min.
+# "test": ~100k parameters, a training step in ~0.1 s. "demo": 267k parameters, the CPU demo's SFT + GRPO in ~10 min.
 SIZES = {
     "test": TinySize(64, 128, 2, 4, 2, 16),
     "demo": TinySize(96, 256, 2, 8, 4, 16),
