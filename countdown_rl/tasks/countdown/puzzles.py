@@ -455,8 +455,8 @@ def generate_countdown(
     # differences), the last ones are those no capped template solves. Shuffled, any slice of the pool (the demo's
     # SFT and RL parts are slices) has the pool's mix; unshuffled, the demo's RL part held 4% sum-or-difference
     # puzzles against 39% in its SFT part and 30% held out.
-    for k in made:
-        rng.shuffle(made[k])
+    for drawn in made.values():
+        rng.shuffle(drawn)
     # The pool lists the puzzles in the order their counts were drawn.
     return [made[k].pop(0) for k in counts]
 
