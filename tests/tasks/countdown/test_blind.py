@@ -8,6 +8,7 @@ import pytest
 
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.countdown.blind import (
+    ORDERS,
     BlindCap,
     best_blind_rule,
     blind_shares,
@@ -149,7 +150,7 @@ def test_every_slice_of_a_balanced_pool_has_the_pools_mix():
     the last almost none."""
     puzzles = generate_countdown(2000, seed=3, sampling="balanced", **DEMO_SHAPE)
     solved = solved_matrix(puzzles)
-    names = [render_template(tree, order) for order in ("given", "sorted") for tree in templates(3)]
+    names = [render_template(tree, order) for order in ORDERS for tree in templates(3)]  # solved_matrix's columns
     plus_minus = solved[:, [j for j, name in enumerate(names) if "*" not in name and "/" not in name]].any(axis=1)
     shares = [plus_minus[i:i + 500].mean() for i in range(0, 2000, 500)]
     assert 0.15 < plus_minus.mean() < 0.5  # a real share, so the slices below can differ
