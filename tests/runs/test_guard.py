@@ -1,6 +1,7 @@
 """The output directory's guard (``countdown_rl.runs.guard``): one job per folder, by an exclusive lock. A second
 job is refused while the first lives, a dead owner never blocks; two ``countdown-rl train`` released by one barrier:
-exactly one runs, the other is refused in one line. The guard against reusing another run's folder: tests/training/test_reliability.py (section 4).
+exactly one runs, the other is refused in one line. The guard against reusing another run's folder:
+tests/training/test_reliability.py (section 4).
 """
 
 from __future__ import annotations
