@@ -55,16 +55,20 @@ logger = logging.getLogger(__name__)
 def progress_callback(every: int, prefix: str = " "):
     """A callback printing one short line per ``every`` steps (and per evaluation), ``<prefix> step k/N: ...``,
     instead of the Trainer's full log dicts, which run to dozens of keys per step under GRPO; each training line
-    ends with the time left at the pace of the steps this run made so far (evaluations included)."""
+    ends with the time left at the pace of the steps this run made so far (evaluations included). The line comes at
+    the first logged step at or past each multiple of ``every``: the Trainer logs every ``logging_steps``, which need
+    not divide ``every`` (150 SFT steps log every 7: a line only at multiples of 15 would print once, at 105)."""
     import time
 
     from transformers import TrainerCallback
 
     class ShortProgress(TrainerCallback):
         start: tuple[float, int] | None = None
+        next_line = every  # the step at or past which the next training line prints
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.start = (time.monotonic(), state.global_step)  # a resumed run starts counting at its step
+            self.next_line = (state.global_step // every + 1) * every
 
         def time_left(self, step: int, total: int) -> str:
             if self.start is None or step <= self.start[1]:
@@ -80,7 +84,8 @@ def progress_callback(every: int, prefix: str = " "):
             if "eval_accuracy" in logs:
                 print(f"{prefix} step {step}/{total}: held-out accuracy {100 * logs['eval_accuracy']:.1f}% "
                       f"(greedy, in-training subset)", flush=True)
-            elif "loss" in logs and (step % every == 0 or step == total):
+            elif "loss" in logs and (step >= self.next_line or step == total):
+                self.next_line = (step // every + 1) * every
                 left = self.time_left(step, total)
                 if "reward" in logs:
                     print(f"{prefix} step {step}/{total}: reward {logs['reward']:.3f}, sampled correct "

@@ -41,6 +41,15 @@ def test_progress_lines_estimate_the_time_left_from_this_runs_pace(monkeypatch, 
         "  step 6/10: loss 0.200, under a minute left",
     ]
 
+    # logged every 7 steps, a line every 15: one at the first logged step past each multiple of 15, and the last
+    sft, state = progress_callback(every=15), TrainerState(global_step=0, max_steps=150)
+    sft.on_train_begin(args, state, control)
+    for step in [*range(7, 150, 7), 150]:
+        state.global_step = step
+        sft.on_log(args, state, control, logs={"loss": 0.1})
+    printed = [int(line.split()[1].split("/")[0]) for line in capsys.readouterr().out.splitlines()]
+    assert printed == [21, 35, 49, 63, 77, 91, 105, 126, 140, 150]  # past 15, 30, ..., 135; then the last
+
 
 def test_a_recipe_run_in_code_reports_a_bad_data_file_before_the_model_loads(tmp_path, no_loading):
     """The demos' way in (the recipe's keys in code, no argv) finds what ``countdown-rl train`` finds, as a one-line
