@@ -9,6 +9,8 @@
 * ``benchmarks/zero_advantage_skip.py --model tiny``: loss + backward timed with the skip off and on, the same update.
 * ``benchmarks/shared_prompt.py --model tiny`` (and ``qwen3-shape``): the training part timed with the prompt-once
   pass off and on, the same update, the token counts and the FLOP rates; full and LoRA under checkpointing.
+* ``benchmarks/sft_precision.py --model tiny``: SFT steps in fp32 and under bf16 autocast, timed, the losses
+  within bf16 rounding of each other.
 * ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
   rows and the minutes saved from the runs' own records.
 """
@@ -251,6 +253,19 @@ def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
     assert float(cells["gradient norm (off)"]) > 0  # a real update to compare, not all-zero advantages
     assert float(cells["gradient diff (relative norm)"]) < 2e-2
     assert float(cells["GFLOP/s off / on (matmul peak)"].split("(")[1].rstrip(")")) > 0  # the machine's matmul rate
+
+
+def test_sft_precision_times_both_ways_and_trains_the_same_to_rounding():
+    stdout = _run("sft_precision.py", "--model", "tiny", "--steps", "3", "--repeats", "1")
+    header, [row] = _table(stdout)
+    cells = dict(zip(header, row))
+    assert cells["model"] == "tiny" and cells["traces a step"].startswith("8: numbers 1..12")
+    record = json.loads(stdout[stdout.index("\n{"):])
+    [fp32], [bf16] = record["fp32"], record["bf16"]
+    assert fp32["step_s"] > 0 and bf16["step_s"] > 0
+    assert float(cells["bf16 / fp32"].rstrip("x")) == pytest.approx(bf16["step_s"] / fp32["step_s"], abs=0.006)
+    # the same steps on the same traces: bf16 autocast changes the loss by rounding only, but does change it
+    assert bf16["last_loss"] != fp32["last_loss"] and bf16["last_loss"] == pytest.approx(fp32["last_loss"], rel=1e-2)
 
 
 def test_blind_rule_quick_rows_are_the_pools_own():

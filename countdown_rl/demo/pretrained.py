@@ -54,6 +54,7 @@ from countdown_rl.demo.stages import (
     read_json_or_none,
     rl_recipe,
     setup_environment,
+    sft_precision,
     sft_warmup_on_traces,
     stage_done,
     train_rl,
@@ -267,7 +268,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     t = time.time()
     sft_dir = out / "sft"
     sft_record = {"stage": "sft", "base": base_record, "steps": config.sft_steps, "batch_size": config.sft_batch_size,
-                  "learning_rate": config.sft_learning_rate, "trace": config.trace}
+                  "learning_rate": config.sft_learning_rate, "trace": config.trace, **sft_precision(config)}
     if config.resume and stage_done(sft_dir, sft_record):
         print_header(f"SFT warm-up: reusing {sft_dir}")
     else:
@@ -278,7 +279,8 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
         sft_warmup_on_traces(
             base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
             learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
-            show_progress=not config.quick, template=config.prompt_template, use_cpu=not torch.cuda.is_available()
+            show_progress=not config.quick, template=config.prompt_template, use_cpu=not torch.cuda.is_available(),
+            bf16=config.sft_bf16,
         )
         finish_stage(sft_dir, sft_record, model=str(base_dir), dataset=dataset)
     timings["sft_s"] = time.time() - t

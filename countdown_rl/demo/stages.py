@@ -129,6 +129,9 @@ class DemoConfig:
     sft_steps: int = 2000
     sft_batch_size: int = 16
     sft_learning_rate: float = 2e-3
+    # SFT's forwards and backwards under bf16 autocast (the weights stay fp32): on 2 CPU cores with bf16 kernels a
+    # SmolLM2 SFT step cost 0.78x an fp32 one (RESULTS.md, "SmolLM2-135M-Instruct on balanced puzzles")
+    sft_bf16: bool = False
     # RL: 500 steps, one pass over the 2000 RL puzzles; at 300 the gain was not significant at two seeds of three
     max_steps: int = 500
     prompts_per_step: int = 4
@@ -262,9 +265,9 @@ def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, An
     One generator call gives distinct puzzles; ``data.split_rows`` (dedupe + seeded hold-out) takes the eval
     set, so no ``(target, sorted nums)`` is both trained on and evaluated.
     """
+    from countdown_rl.data.splits import split_rows
     from countdown_rl.tasks import get_task
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
-    from countdown_rl.data.splits import split_rows
 
     total = spec.num_sft + spec.num_rl + spec.num_eval
     pool = generate_countdown(total, seed=seed, **spec.generator_kwargs())
@@ -320,7 +323,8 @@ def sft_warmup_on_traces(
     ``search_trace`` with ``trace="search"``) + EOS, loss on the completion only. With ``template="chat"`` the
     prompt is the chat one and the trace, opening ``<think>`` itself, is the assistant's turn of the model's chat
     template (:func:`countdown_rl.training.warmup.sft_examples`). ``sft`` goes to
-    :func:`countdown_rl.training.warmup.sft_warmup` (``steps``, ``batch_size``, ``learning_rate``, ``use_cpu``).
+    :func:`countdown_rl.training.warmup.sft_warmup` (``steps``, ``batch_size``, ``learning_rate``, ``use_cpu``,
+    ``bf16``).
     """
     from countdown_rl.training.warmup import sft_warmup
 
@@ -560,7 +564,14 @@ def sft_record(config: DemoConfig) -> dict[str, Any]:
         "stage": "sft", "base": base_record, "puzzles": asdict(config.puzzles), "steps": config.sft_steps,
         "batch_size": config.sft_batch_size, "learning_rate": config.sft_learning_rate, "trace": config.trace,
         **({"min_failed": config.min_failed, "max_failed": config.max_failed} if config.trace == "search" else {}),
+        **sft_precision(config),
     }
+
+
+def sft_precision(config: DemoConfig) -> dict[str, bool]:
+    """The SFT record's precision key: ``{"bf16": True}`` under bf16, none in fp32 (so a folder made before the
+    option existed still resumes)."""
+    return {"bf16": True} if config.sft_bf16 else {}
 
 
 def sft_stage_done(sft_dir: str | Path, config: DemoConfig) -> bool:
@@ -592,7 +603,7 @@ def warm_start(config: DemoConfig) -> WarmStart:
         sft_warmup_on_traces(
             base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
             learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
-            max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick
+            max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick, bf16=config.sft_bf16
         )
         finish_stage(sft_dir, record, model=str(base_dir), dataset=config.puzzles.describe())  # last: complete
     return WarmStart(puzzles, sft_dir, record)

@@ -68,9 +68,11 @@ def sft_trainer(
     callbacks: Sequence[Any] = (),
     max_length: int = 256,
     use_cpu: bool = True,
+    bf16: bool = False,
 ):
     """TRL's ``SFTTrainer`` for the model in ``base_dir`` on ``examples`` (:func:`sft_examples`, loss on the
-    completion only), ``steps`` steps, its own printing off and ``callbacks`` added; not yet trained."""
+    completion only), ``steps`` steps, its own printing off and ``callbacks`` added; not yet trained. ``bf16``: the
+    forwards and backwards under bf16 autocast (the weights and the optimiser stay fp32)."""
     from datasets import Dataset
     from transformers import set_seed
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -101,7 +103,7 @@ def sft_trainer(
         save_strategy="no",
         report_to="none",
         use_cpu=use_cpu,
-        bf16=False,
+        bf16=bf16,
         seed=seed,
         data_seed=seed,
         disable_tqdm=True,

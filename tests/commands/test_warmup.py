@@ -36,6 +36,23 @@ def test_warmup_of_a_given_model_in_its_chat_template(tiny_model_dir, tmp_path, 
     assert any(not torch.equal(before[key], after[key]) for key in before), "the SFT steps changed no weight"
 
 
+def test_sft_under_bf16_autocast_takes_the_same_step_to_rounding_and_keeps_fp32_weights(tiny_model_dir, tmp_path):
+    """``sft_trainer(bf16=True)``: the forward runs under bf16 autocast (its loss is not fp32's bit for bit, yet
+    within bf16 rounding of it), and the trained weights are saved in fp32 as before."""
+    from countdown_rl.tasks import get_task
+    from countdown_rl.training.warmup import sft_trainer, task_examples
+
+    task = get_task("countdown")
+    examples = task_examples(task, [task.prepare_row(r) for r in task.generate(8, seed=3)], "chat")
+    losses = {}
+    for bf16 in (False, True):
+        trainer = sft_trainer(tiny_model_dir, tmp_path / f"out-{bf16}", examples, steps=1, batch_size=8, bf16=bf16)
+        trainer.train()
+        losses[bf16] = trainer.state.log_history[0]["loss"]
+        assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
+    assert losses[True] != losses[False] and losses[True] == pytest.approx(losses[False], rel=1e-2)
+
+
 def test_the_chat_completion_mask_covers_exactly_the_assistants_answer(tiny_model_dir, tmp_path):
     from countdown_rl.tasks import get_task
     from countdown_rl.training.warmup import sft_trainer, task_examples

@@ -63,6 +63,8 @@ def test_a_demo_stage_is_done_only_with_a_finished_record_of_the_same_settings(t
     write_run_record(sft, replace(record, status={"state": "finished"}))
     assert demo.sft_stage_done(sft, config)
     assert not demo.sft_stage_done(sft, replace(config, sft_steps=config.sft_steps + 1))  # other settings
+    assert not demo.sft_stage_done(sft, replace(config, sft_bf16=True))  # trained in fp32: not a bf16 stage
+    assert "bf16" not in stage  # fp32 adds no key: a folder made before sft_bf16 existed still resumes
     write_run_record(sft, replace(record, source="countdown-rl train", status={"state": "finished"}))
     assert not demo.sft_stage_done(sft, config)  # not a demo stage
     (sft / RUN_INFO).write_text("[]")
