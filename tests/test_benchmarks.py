@@ -255,6 +255,7 @@ def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
     assert float(cells["GFLOP/s off / on (matmul peak)"].split("(")[1].rstrip(")")) > 0  # the machine's matmul rate
 
 
+@pytest.mark.slow  # bf16 SFT itself is in the default tier (tests/commands/test_warmup.py); this is the script
 def test_sft_precision_times_both_ways_and_trains_the_same_to_rounding():
     stdout = _run("sft_precision.py", "--model", "tiny", "--steps", "3", "--repeats", "1")
     header, [row] = _table(stdout)
