@@ -75,8 +75,8 @@ def main(argv=None) -> None:
                 runs[bf16].append(_timed_run(model_dir, out, examples, args, bf16))
     fp32 = _common.median(r["step_s"] for r in runs[False])
     bf16 = _common.median(r["step_s"] for r in runs[True])
-    row = [args.model, f"{args.batch_size}: numbers 1..{args.max_number}, targets 1..{args.max_target}", f"{fp32:.2f} s", f"{bf16:.2f} s",
-           f"{bf16 / fp32:.2f}x", f"{runs[False][-1]['last_loss']:.3f} / {runs[True][-1]['last_loss']:.3f}"]
+    row = [args.model, f"{args.batch_size}: numbers 1..{args.max_number}, targets 1..{args.max_target}",
+           f"{fp32:.2f} s", f"{bf16:.2f} s", f"{bf16 / fp32:.2f}x", f"{runs[False][-1]['last_loss']:.3f} / {runs[True][-1]['last_loss']:.3f}"]
     print(_common.markdown_table(["model", "traces a step", "SFT step, fp32", "bf16 autocast", "bf16 / fp32",
                                   f"loss at step {args.steps}, fp32 / bf16"], [row]))
     print(json.dumps({"model": args.model, "steps": args.steps, "batch_size": args.batch_size,
