@@ -4,6 +4,7 @@
 - :mod:`.config`: ``CountdownGRPOConfig``: TRL's ``GRPOConfig`` plus the algorithm, backend and budget keys.
 - :mod:`.trainer`: ``CountdownGRPOTrainer``: TRL's ``GRPOTrainer`` at its advantage and loss-reduction hooks (the
   maths is in :mod:`countdown_rl.algorithms`).
+- :mod:`.sampling`: the training rows' order, each epoch's the same whether the run resumed or not.
 - :mod:`.shared_prompt`: prompt-once log-probs (each distinct prompt of a micro-batch through the model once).
 - :mod:`.rollouts`: the generation backends adapted to the trainer (a rollout generator, vLLM's CPU weight sync).
 - :mod:`.evaluation`: the trainer's held-out evaluation (``CountdownGRPOTrainer.evaluate_task``).

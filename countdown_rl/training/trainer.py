@@ -21,6 +21,8 @@ Our hooks call TRL for everything they do not change:
    ``self.max_completion_length``); the rollout carries its budget (a reward keyword argument and a per-row list
    in the buffered batch), so a reused rollout keeps its budget for the Dr.GRPO normaliser and the
    ``completion_budget`` metric. The in-training evaluation uses the budget of the current step.
+5. Data order: ``_get_train_sampler`` wraps TRL's sampler (:mod:`countdown_rl.training.sampling`) so that a run
+   resumed in epoch 1 or later trains on that epoch's order, as the uninterrupted run does (stock TRL's order).
 
 These hooks are private in TRL, so trl is pinned exactly and ``tests/training/test_trl_pin.py`` (every private
 TRL / transformers name the package touches, all of them under :mod:`countdown_rl.training`) plus the parity tests
@@ -42,7 +44,7 @@ from countdown_rl.evaluation.sharding import padded_shard  # noqa: F401  (its im
 from countdown_rl.runs.engine import enable_fsdp2_on_cpu
 from countdown_rl.runs.record import RunRecord
 from countdown_rl.tasks import Outcome
-from countdown_rl.training import evaluation, rollouts, shared_prompt
+from countdown_rl.training import evaluation, rollouts, sampling, shared_prompt
 from countdown_rl.training.config import HYBRID_LOSS_TYPES, CountdownGRPOConfig
 
 __all__ = ["PER_COMPLETION_KEYS", "CountdownGRPOConfig", "CountdownGRPOTrainer", "full_batch_scale"]
@@ -131,6 +133,11 @@ class CountdownGRPOTrainer(GRPOTrainer):
             return super()._load_optimizer_and_scheduler(checkpoint)
         finally:
             self.args.__dict__["_setup_devices"] = device
+
+    def _get_train_sampler(self, dataset=None):
+        # TRL's sampler draws epoch e's order as its (e+1)-th permutation: a run resumed in epoch e >= 1 would train
+        # on epoch 0's order again (training.sampling); the wrapper keeps an uninterrupted run's order, stock TRL's.
+        return sampling.ResumableSampler(super()._get_train_sampler(dataset), epoch=lambda: self.state.epoch)
 
     # -- generation (a backend with its own rollout generator, e.g. generation_backend: compiled) ------------
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):

@@ -26,6 +26,7 @@ PINNED = {
     "_generate_single_turn": ("trl:GRPOTrainer", ["self", "prompt_ids", "images", "multimodal_fields",
                                                   "num_generations", "has_tool_images"]),
     "_load_optimizer_and_scheduler": ("transformers:Trainer", ["self", "checkpoint"]),
+    "_get_train_sampler": ("trl:GRPOTrainer", ["self", "dataset"]),
     # what the hooks call and read
     "_get_per_token_logps_and_entropies": ("trl:GRPOTrainer", ["self", "model", "input_ids", "attention_mask",
                                                                "logits_to_keep", "batch_size", "compute_entropy",
