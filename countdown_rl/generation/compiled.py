@@ -14,8 +14,9 @@ decode step was 3.5x faster. The algorithm:
    (generating through unmerged adapters halved the H100's speed), which are backed up first and copied back
    afterwards, so the trained weights stay bit-identical (peft's unmerge subtracts the delta again, which is not
    exact in floating point).
-4. Generate: transformers' ``generate`` with ``cache_implementation="static"`` and a ``CompileConfig``:
-   transformers compiles the one-token decode forward (the prefill stays eager); logits processors, sampling and
+4. Generate: transformers' ``generate`` with a static cache (:func:`static_cache`: transformers' own, but keys and
+   values that come in two dtypes, as under bf16 autocast over fp32 weights, are kept in the wider) and a
+   ``CompileConfig``: transformers compiles the one-token decode forward (the prefill stays eager); logits processors, sampling and
    stopping run eagerly as in plain ``generate``, so every sampling parameter, EOS id and the RNG stream are the
    plain path's. Tokens equal the plain path's as long as the compiled logits round the same way; on the CPU in
    float32 they do (greedy and seeded sampling, tested); nothing guarantees it bit for bit in bf16 on a GPU.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import logging
 import os
 import shutil
@@ -177,6 +179,37 @@ def prepared_for_generation(model) -> Iterator[None]:
         model.train(was_training)
 
 
+def static_cache(model, max_cache_len: int):
+    """The static cache a compiled call fills: transformers' ``StaticCache``, but keys and values that reach it in
+    two dtypes are stored in the wider one.
+
+    Under bf16 autocast over fp32 weights (the CPU demo's setting) the projections come out bf16 but the rotary
+    embedding multiplies the keys by fp32 cos/sin: keys fp32, values bf16. transformers' static cache takes one
+    dtype from the first keys and cannot store the values (``index_copy_(): ... Float and BFloat16``), so the
+    compiled warm-up failed there. Widening is exact (bf16 -> fp32 loses nothing) and attention under autocast
+    casts both down as it does for plain ``generate``'s dynamic cache (fp32 keys, bf16 values). With one dtype
+    (fp32 weights, bf16 weights, with or without autocast) it is transformers' cache unchanged.
+    """
+    return _widest_dtype_cache_class()(config=model.config.get_text_config(decoder=True), max_cache_len=max_cache_len)
+
+
+@functools.cache
+def _widest_dtype_cache_class():
+    """One class for the process (the compiled graph guards on the cache's type): built on first use, as
+    transformers is imported lazily here."""
+    import torch
+    from transformers import StaticCache
+
+    class WidestDtypeStaticCache(StaticCache):
+        def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+            if key_states.dtype != value_states.dtype:
+                wide = torch.promote_types(key_states.dtype, value_states.dtype)
+                key_states, value_states = key_states.to(wide), value_states.to(wide)
+            return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+
+    return WidestDtypeStaticCache
+
+
 def _graph_count() -> int:
     """Graphs dynamo has compiled in this process (torch's own counter; 0 if it moves)."""
     try:
@@ -234,7 +267,7 @@ class CompiledGeneration:
         from transformers import CompileConfig
 
         config = copy.deepcopy(base)
-        config.cache_implementation = "static"
+        config.cache_implementation = None  # generate() passes the static cache in (static_cache)
         config.max_cache_len = self.cache_length
         config.use_cache = True
         config.disable_compile = False
@@ -265,7 +298,7 @@ class CompiledGeneration:
         before = _graph_count()
         with prepared_for_generation(model), torch.no_grad():
             output = model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                                    generation_config=config)
+                                    generation_config=config, past_key_values=static_cache(model, self.cache_length))
         if self._graphs_after_warmup is not None and not self._warming and _graph_count() > before:
             shape = (padded_rows, width)
             if shape not in self._reported_shapes:

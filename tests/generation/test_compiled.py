@@ -33,6 +33,7 @@ from countdown_rl.generation.compiled import (
     check_generation_lengths,
     compile_unavailable_reason,
     merged_lora,
+    static_cache,
 )
 from countdown_rl.training.trainer import CountdownGRPOTrainer
 from tests.helpers.budgets import SCHEDULED, check_budgets, recording_reward
@@ -235,9 +236,43 @@ def test_generation_config_turns_compile_on_for_a_static_cache():
     gen = CompiledGeneration(max_new_tokens=16, prompt_buckets=[32, 64])
     base = GenerationConfig(max_new_tokens=16, do_sample=True, top_k=5, disable_compile=True, pad_token_id=1)
     config = gen.generation_config(base)
-    assert (config.cache_implementation, config.max_cache_len, config.disable_compile) == ("static", 80, False)
+    # no cache_implementation: generate() passes its static cache in (transformers refuses both)
+    assert (config.cache_implementation, config.max_cache_len, config.disable_compile) == (None, 80, False)
     assert config.top_k == 5 and base.disable_compile  # sampling kept, the trainer's config untouched
     assert gen.width_for([10, 40]) == 64 and gen.width_for([100]) == 128 and gen.cache_length == 144
+
+
+def test_under_bf16_autocast_the_static_cache_stores_what_plain_generate_attends_to(tiny_model_dir):
+    """bf16 autocast over fp32 weights (the CPU demo's setting): keys reach the cache fp32 (the rotary embedding's
+    fp32 cos/sin), values bf16. transformers' static cache takes one dtype and fails on the values; ours stores both
+    fp32 (exact), and eager generate through it gives plain generate's tokens, and its scores to bf16 rounding.
+    (Compiled, in training: below, slow.)"""
+    from transformers import GenerationConfig, StaticCache
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    prompt = torch.tensor([[5, 6, 7, 8, 9, 10], [1, 1, 11, 12, 13, 14]])
+    mask = (prompt != 1).long()
+    config = GenerationConfig(max_new_tokens=10, do_sample=False, pad_token_id=1, eos_token_id=EOS_ID,
+                              output_scores=True, return_dict_in_generate=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16), torch.no_grad():
+        with pytest.raises(RuntimeError, match="same dtype"):  # what the compiled warm-up fell back on
+            model.generate(input_ids=prompt, attention_mask=mask, generation_config=config,
+                           past_key_values=StaticCache(config=model.config, max_cache_len=32))
+        cache = static_cache(model, 32)
+        ours = model.generate(input_ids=prompt, attention_mask=mask, generation_config=config, past_key_values=cache)
+        plain = model.generate(input_ids=prompt, attention_mask=mask, generation_config=config)
+    assert {cache.layers[0].keys.dtype, cache.layers[0].values.dtype} == {torch.float32}
+    bf16_model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.bfloat16)
+    with torch.no_grad():  # one dtype: nothing widened
+        bf16_model.generate(input_ids=prompt, attention_mask=mask, generation_config=config,
+                            past_key_values=(bf16_cache := static_cache(bf16_model, 32)))
+    assert {bf16_cache.layers[0].keys.dtype, bf16_cache.layers[0].values.dtype} == {torch.bfloat16}
+    assert torch.equal(ours.sequences, plain.sequences)
+    # The scores to bf16 rounding (measured: 1 ulp, 0.0039 at 0.86): a static cache attends over its whole length
+    # with masked slots, summing in another order; transformers' own static cache does the same for a bf16 model.
+    for a, b in zip(ours.scores, plain.scores):
+        torch.testing.assert_close(a, b, rtol=2**-7, atol=2**-7)
+    assert len(set(ours.sequences[:, 6:].flatten().tolist())) > 1  # not one token repeated
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -454,3 +489,33 @@ def test_the_compiled_path_follows_the_schedule_without_recompiling(tiny_model_d
         assert logged(compiled, "reward") == logged(plain, "reward")  # the same tokens, budget by budget
     finally:
         torch._dynamo.reset()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 8. bf16 autocast over fp32 weights (the CPU demo's setting)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_training_under_bf16_autocast_compiles_and_matches_plain_generate(tiny_model_dir, tmp_path, caplog):
+    """Before the mixed-precision cache the warm-up failed here (``index_copy_(): ... Float and BFloat16``) and
+    every rollout fell back to plain generate; now the compiled path runs and its greedy rollouts are the plain
+    path's (the scores differ by bf16 rounding only: see the eager test above)."""
+    common = {"bf16": True, "max_steps": 2,
+              "generation_kwargs": {"do_sample": False, "sequence_bias": [[[EOS_ID], 1.0]]}}
+    plain = _trainer(tiny_model_dir, tmp_path / "plain", **common)
+    plain_batches = _record_batches(plain)
+    plain.train()
+    compiled = _trainer(tiny_model_dir, tmp_path / "compiled", generation_backend="compiled", **common)
+    compiled_batches = _record_batches(compiled)
+    with caplog.at_level(logging.INFO, logger="countdown_rl.generation.compiled"):
+        compiled.train()
+    messages = [r.getMessage() for r in caplog.records]
+    assert compiled.rollout_generator.active, messages
+    assert not any("falling back" in m or "recompiled" in m for m in messages), messages
+    assert len(plain_batches) == len(compiled_batches) == 2
+    for p, c in zip(plain_batches, compiled_batches):
+        assert torch.equal(p["completion_ids"], c["completion_ids"])
+        assert torch.equal(p["completion_mask"], c["completion_mask"])
+    lengths = torch.cat([b["completion_mask"].sum(1) for b in compiled_batches])
+    assert lengths.min() < lengths.max(), "EOS should end some completions early"
