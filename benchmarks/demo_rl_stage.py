@@ -66,7 +66,7 @@ def main(argv=None) -> None:
     config = pretrained_config(args.model, quick=args.quick, seed=args.seed, output_dir=str(out))
     puzzles = demo_puzzles(config.puzzles, config.seed)
     base_dir = Path(resolve_model_source(args.model, "--model").path)
-    backend, _, why_not_vllm = choose_backends(str(base_dir))
+    backend, _, why_not_vllm = choose_backends(str(base_dir), quick=args.quick)
     print(f"{config.puzzles.describe()}: {len(puzzles['rl'])} RL puzzles, {len(puzzles['eval'])} held out; rollouts "
           f"through {backend}" + (f" ({why_not_vllm})" if why_not_vllm else ""), flush=True)
     if args.sft:

@@ -11,6 +11,8 @@
   pass off and on, the same update, the token counts and the FLOP rates; full and LoRA under checkpointing.
 * ``benchmarks/sft_precision.py --model tiny``: SFT steps in fp32 and under bf16 autocast, timed, the losses
   within bf16 rounding of each other.
+* ``benchmarks/rollout_backends.py --model tiny``: the demo's rollout batch through plain ``generate`` and the
+  compiled backend under bf16 autocast, timed (the compiled one must not have fallen back).
 * ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
   rows and the minutes saved from the runs' own records.
 """
@@ -267,6 +269,19 @@ def test_sft_precision_times_both_ways_and_trains_the_same_to_rounding():
     assert float(cells["bf16 / fp32"].rstrip("x")) == pytest.approx(bf16["step_s"] / fp32["step_s"], abs=0.006)
     # the same steps on the same traces: bf16 autocast changes the loss by rounding only, but does change it
     assert bf16["last_loss"] != fp32["last_loss"] and bf16["last_loss"] == pytest.approx(fp32["last_loss"], rel=1e-2)
+
+
+@pytest.mark.slow  # a compile; the compiled backend under bf16 autocast is tested in tests/generation/test_compiled.py
+def test_rollout_backends_times_plain_and_compiled_on_the_demos_batch():
+    stdout = _run("rollout_backends.py", "--model", "tiny", "--repeats", "1")
+    header, [row] = _table(stdout)
+    cells = dict(zip(header, row))
+    assert (cells["model"], cells["batch"], cells["precision"]) == ("tiny", "4 x 8, 64 tokens", "bf16 autocast")
+    record = json.loads(stdout[stdout.index("\n{"):])
+    assert record["rows"] == 32 and record["bf16"] is True and record["compile_s"] > 0
+    [plain], [compiled] = record["seconds"]["plain"], record["seconds"]["compiled"]
+    assert float(cells["compiled / plain"].rstrip("x")) == pytest.approx(compiled / plain, abs=0.006)
+    assert all(n > 0 for n in record["tokens"]["plain"] + record["tokens"]["compiled"])  # both generated
 
 
 def test_blind_rule_quick_rows_are_the_pools_own():

@@ -11,7 +11,8 @@ SmolLM2-135M-Instruct).
 4. SFT warm-up: solver traces as the assistant's turn of the chat template, loss on that turn only -> ``sft/``;
    its evaluation -> ``zero_shot/`` (the RL run's starting accuracy, as in the tiny demo).
 5. RL (GRPO, or Dr.GRPO) from ``sft/``: rollouts through a colocated vLLM engine where vLLM is installed, else the
-   compiled backend (said once, and recorded); ``--lora`` trains a peft adapter on top of the SFT model, merged
+   compiled backend (``--quick``: plain ``generate``, as 2 steps do not repay a compile); said once, and recorded;
+   ``--lora`` trains a peft adapter on top of the SFT model, merged
    for evaluation -> ``<algorithm>/`` (checkpoints, run record, ``eval/``).
 6. Each of the three models also at ``transfer_budgets`` on the assignment's puzzles -> ``transfer/base/``,
    ``transfer/sft/``, ``<algorithm>/transfer/``.
@@ -120,18 +121,24 @@ def check_demo_model(model: str) -> None:
         raise ValueError(f"--model_name_or_path {model}: a folder without config.json (not a saved model)")
 
 
-def choose_backends(model_dir: str) -> tuple[str, str, str | None]:
+def choose_backends(model_dir: str, quick: bool = False) -> tuple[str, str, str | None]:
     """(rollouts, evaluations, why not vLLM): ``vllm`` for both where vLLM is installed and runs the model, else
-    ``compiled`` rollouts (static cache + ``torch.compile``) and transformers ``generate`` evaluations."""
+    ``compiled`` rollouts (static cache + ``torch.compile``) and transformers ``generate`` evaluations.
+
+    ``compiled`` because on the CPU, under the demo's bf16 autocast, it generated SmolLM2's rollout batch in 0.80x
+    plain ``generate``'s time after a first compile of 22-42 s a batch shape (``benchmarks/rollout_backends.py
+    --model smollm2``; benchmarks/RESULTS.md): 40 steps repay it. ``quick`` (2 steps) does not: plain ``generate``.
+    """
     from countdown_rl.generation.backends import get_backend
     from countdown_rl.generation.vllm_sync import check_cpu_engine_model
 
+    without_vllm = "transformers" if quick else "compiled"
     if not get_backend("vllm").installed():
-        return "compiled", "transformers", "vLLM is not installed"
+        return without_vllm, "transformers", "vLLM is not installed"
     try:
         check_cpu_engine_model(model_dir, "--model_name_or_path")
     except ValueError as err:
-        return "compiled", "transformers", str(err)
+        return without_vllm, "transformers", str(err)
     return "vllm", "vllm", None
 
 
@@ -234,7 +241,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     source = resolve_model_source(str(config.model_name_or_path), "--model_name_or_path")
     base_dir = Path(source.path)
     print(f"loading from {base_dir}" + (" (converted from GGUF once, cached)" if source.conversion else ""))
-    backend, eval_backend, why_not_vllm = choose_backends(str(base_dir))
+    backend, eval_backend, why_not_vllm = choose_backends(str(base_dir), quick=config.quick)
     evaluator = _Evaluator(config, eval_backend)
     timings["model_s"] = time.time() - t
 

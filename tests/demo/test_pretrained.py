@@ -75,7 +75,8 @@ def _check_files_and_table(out, first: str, resumed: str, results: dict, model: 
                                                    [r["outcome"] == "correct" for r in before])
     record = read_run_record(out / "grpo")
     assert record.status["state"] == "finished" and record.extra["base_model"] == model
-    expected = pretrained.choose_backends(str(record.extra.get("model_source", {}).get("checkpoint", model)))[0]
+    expected = pretrained.choose_backends(str(record.extra.get("model_source", {}).get("checkpoint", model)),
+                                          quick=True)[0]
     assert record.extra["rollout_backend"] == results["rollout_backend"] == expected
     assert record.recipe["bf16"] is results["config"]["bf16"] is True  # the dtype that ran is on record
     for key in ("mask_truncated_completions", "skip_zero_advantage"):  # what ran is on record
@@ -141,7 +142,21 @@ def test_quick_lora_run_on_smollm2(tmp_path):
     assert code == 0, log[-3000:]
     results = _check_lora_run(out, log)
     checkpoint = read_run_record(out / "grpo").extra["model_source"]["checkpoint"]
-    assert results["rollout_backend"] == pretrained.choose_backends(checkpoint)[0]
+    assert results["rollout_backend"] == pretrained.choose_backends(checkpoint, quick=True)[0]
+
+
+def test_without_vllm_a_full_run_rolls_out_compiled_and_quick_plain(tiny_model_dir):
+    """The compiled backend repays its first compile over a full run's 40 steps, not over --quick's 2
+    (benchmarks/rollout_backends.py); where vLLM runs the model, it does both."""
+    from countdown_rl.generation.backends import get_backend
+
+    full, quick = pretrained.choose_backends(str(tiny_model_dir)), pretrained.choose_backends(str(tiny_model_dir),
+                                                                                               quick=True)
+    if full[0] == "vllm":  # installed, and it runs this model
+        assert quick == full == ("vllm", "vllm", None)
+    else:  # not installed, or it refused the model (the reason says which)
+        assert full[:2] == ("compiled", "transformers") and quick[:2] == ("transformers", "transformers")
+        assert full[2] == quick[2] and (get_backend("vllm").installed() or full[2] == "vLLM is not installed")
 
 
 def test_the_sft_traces_are_the_assistants_turn(tiny_model_dir, tmp_path):
