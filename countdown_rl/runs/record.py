@@ -8,7 +8,8 @@
    a JSON object is a one-line ``ValueError`` naming it. Records written before a key existed read with that
    key's default (runs before tasks existed were all Countdown).
 3. :func:`set_status` rewrites the status as the run goes (``running``, ``interrupted``, ``failed``,
-   ``finished``, with the step and a one-line message), through the same reader and writer.
+   ``finished``, with the step and a one-line message), through the same reader and writer; :func:`update_extra`
+   rewrites ``extra`` keys found out once training runs (e.g. a backend that fell back at its warm-up).
 
 The run directory's fixed names and the exit codes live here too, so no module spells them as literals.
 """
@@ -121,3 +122,21 @@ def set_status(output_dir: str | Path, state: str, *, step: int | None = None, m
     record = read_run_record(output_dir) or RunRecord()
     record.status = {"state": state, "step": step, "message": message, **extra}
     write_run_record(output_dir, record)
+
+
+def update_extra(output_dir: str | Path, **values: Any) -> bool:
+    """Set ``extra`` keys of the record in ``output_dir`` (the rest is kept); False where there is no record.
+
+    >>> import tempfile; d = tempfile.mkdtemp(); update_extra(d, rollouts="transformers")
+    False
+    >>> _ = write_run_record(d, RunRecord(extra={"lora": True})); update_extra(d, rollouts="transformers")
+    True
+    >>> read_run_record(d).extra
+    {'lora': True, 'rollouts': 'transformers'}
+    """
+    record = read_run_record(output_dir)
+    if record is None:
+        return False
+    record.extra = {**record.extra, **values}
+    write_run_record(output_dir, record)
+    return True

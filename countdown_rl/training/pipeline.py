@@ -188,7 +188,8 @@ def train_grpo(
             use_peft=peft_config is not None,
             num_processes=trainer.accelerator.num_processes,
             resumed_from=resume_from_checkpoint,
-            extra={**record.extra, "log_prob_pass": trainer.log_prob_pass},  # what ran (prompt-once or plain, why)
+            # what runs: the log-prob pass (prompt-once or plain, why) and the rollouts (rewritten on a fallback)
+            extra={**record.extra, "log_prob_pass": trainer.log_prob_pass, "rollouts": trainer.rollouts},
         )
         if plan is None:
             write_run_record(args.output_dir, record)

@@ -26,6 +26,7 @@ from transformers.trainer_callback import TrainerCallback
 from countdown_rl.generation.backends import get_backend
 from countdown_rl.generation.compiled import completion_lists
 from countdown_rl.generation.vllm_sync import CPU_SYNC, TRL_SYNC, reload_cpu_engine, vllm_on_cpu
+from countdown_rl.runs.record import update_extra
 
 PROMPT_SAMPLE = 256  # training prompts tokenized to size an automatic prompt bucket
 
@@ -93,11 +94,18 @@ def warm_up(trainer) -> None:
     with trainer_generation_context(trainer) as model:
         for rows in row_counts:
             if not gen.warm_up(model, trainer.generation_config, rows):
+                record_fallback(trainer)
                 return
     spent = sum(gen.compile_seconds.values()) - before
     if spent:
         # Its own key, logged with the first step; step_time does not contain it.
         trainer._metrics["train"]["generation/compile_seconds"].append(spent)
+
+
+def record_fallback(trainer) -> None:
+    """The run record (written when training began, saying ``compiled``) says that plain generate runs instead."""
+    if trainer.accelerator.is_main_process:
+        update_extra(trainer.args.output_dir, rollouts=trainer.rollouts)
 
 
 class WarmUpCallback(TrainerCallback):
@@ -121,8 +129,9 @@ def generate_rollouts(trainer, prompt_ids) -> list[list[int]] | None:
 
     gen = trainer.rollout_generator
     with profiling_context(trainer, "transformers.generate"), trainer_generation_context(trainer) as model:
-        if not gen.compile_seconds:  # train() was not the entry point (e.g. a direct call): warm up here
-            gen.warm_up(model, trainer.generation_config, trainer_rows(trainer))
+        if not gen.compile_seconds and gen.active:  # train() was not the entry point (a direct call): warm up here
+            if not gen.warm_up(model, trainer.generation_config, trainer_rows(trainer)):
+                record_fallback(trainer)
         completion = gen.generate(model, prompt_ids, trainer.generation_config) if gen.active else None
     if completion is None:
         return None

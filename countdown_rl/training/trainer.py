@@ -308,6 +308,20 @@ class CountdownGRPOTrainer(GRPOTrainer):
         return None
 
     @property
+    def rollouts(self) -> str:
+        """What generates the rollouts, for the run record (``extra["rollouts"]``): ``"vllm (colocate)"`` /
+        ``"vllm (server)"``, ``"transformers"`` (TRL's plain generate), ``"compiled"``, or
+        ``"transformers (compiled fell back: why)"`` once the compiled backend's warm-up failed."""
+        if self.use_vllm:
+            return f"vllm ({self.args.vllm_mode})"
+        gen = self.rollout_generator
+        if gen is None:
+            return "transformers"
+        if not gen.active:
+            return f"transformers ({self.args.generation_backend} fell back: {gen.fallback_reason})"
+        return self.args.generation_backend
+
+    @property
     def log_prob_pass(self) -> str:
         """What the log-prob passes run, for the run record (``extra["log_prob_pass"]``): ``"prompt-once"``,
         ``"plain"`` (the flag off) or ``"plain (why)"``."""

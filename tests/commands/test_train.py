@@ -187,8 +187,9 @@ def lora_runs(tiny_model_dir, puzzles, tmp_path_factory):
 
 def test_full_fine_tuning_resumes_bit_exactly(full_runs):
     check_resume(full_runs, "model.safetensors")
-    # the run record says which log-prob pass ran (the smoke recipe leaves shared_prompt_forward at its default)
-    assert json.loads((full_runs.full / "run_info.json").read_text())["extra"]["log_prob_pass"] == "prompt-once"
+    # the run record says which log-prob pass and rollouts ran (the smoke recipe leaves both at their defaults)
+    extra = json.loads((full_runs.full / "run_info.json").read_text())["extra"]
+    assert (extra["log_prob_pass"], extra["rollouts"]) == ("prompt-once", "transformers")  # TRL's plain generate
 
 
 def test_lora_resumes_bit_exactly(lora_runs):

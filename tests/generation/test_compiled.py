@@ -222,6 +222,19 @@ def test_without_torch_compile_it_says_so_once_and_generates_plainly(tiny_model_
     assert len(warnings) == 1 and "disabled" in warnings[0], warnings
 
 
+def test_a_run_whose_compiled_warm_up_fails_records_that_plain_generate_ran(tiny_model_dir, puzzles, tmp_path):
+    """The run record is written when training begins (``rollouts: compiled``); the warm-up comes after it, at
+    ``on_train_begin``, and a failure rewrites the key to say what generates instead (and why)."""
+    from tests.helpers.train_runs import SMOKE, train
+
+    out = tmp_path / "run"
+    with torch._dynamo.config.patch(disable=True):  # what TORCHDYNAMO_DISABLE=1 sets
+        assert train(SMOKE, tiny_model_dir, puzzles, out, "--generation_backend", "compiled", "--max_steps", "1") == 0
+    extra = json.loads((out / "run_info.json").read_text())["extra"]
+    assert extra["rollouts"].startswith("transformers (compiled fell back: torch.compile is disabled")
+    assert json.loads((out / "run_info.json").read_text())["status"]["state"] == "finished"  # the rest kept
+
+
 def test_the_module_examples_hold():
     import doctest
 
@@ -427,6 +440,7 @@ def test_train_with_the_key_resumes_bit_exactly_and_eval_backend_compiled(tiny_m
     assert not [m for m in messages if "recompiled" in m or "falling back" in m]
     info = json.loads((runs.full / "run_info.json").read_text())
     assert info["recipe"]["generation_backend"] == "compiled"  # the effective recipe in the run record
+    assert info["extra"]["rollouts"] == "compiled"  # and what generated the rollouts
     compile_logs = [h for h in state["log_history"] if "generation/compile_seconds" in h]
     assert len(compile_logs) == 1 and compile_logs[0]["step"] == 1
     assert json.loads((runs.full / "eval" / "eval.json").read_text())["meta"]["backend"] == "compiled"

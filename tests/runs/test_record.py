@@ -7,7 +7,7 @@ import pytest
 
 from countdown_rl.demo import stages as demo
 from countdown_rl.runs.guard import OutputDirError, check_output_dir
-from countdown_rl.runs.record import RUN_INFO, RunRecord, read_run_record, set_status, write_run_record
+from countdown_rl.runs.record import RUN_INFO, RunRecord, read_run_record, set_status, update_extra, write_run_record
 from countdown_rl.runs.reliability import plan_run
 
 
@@ -18,6 +18,21 @@ def test_a_record_round_trips_and_the_status_is_rewritten_in_place(tmp_path):
     back = read_run_record(tmp_path)
     assert replace(back, status={}) == record  # the rest of the record is kept
     assert back.status == {"state": "interrupted", "step": 7, "message": "interrupted at step 7", "signal": "SIGTERM"}
+
+
+def test_extra_keys_are_set_in_place_and_only_where_a_record_is(tmp_path):
+    import doctest
+
+    from countdown_rl.runs import record as module
+
+    assert doctest.testmod(module).failed == 0
+    assert update_extra(tmp_path, rollouts="compiled") is False and not (tmp_path / RUN_INFO).exists()
+    write_run_record(tmp_path, RunRecord(task="math", extra={"rollouts": "compiled", "lora": False}))
+    set_status(tmp_path, "running", step=0)
+    assert update_extra(tmp_path, rollouts="transformers (compiled fell back: x)") is True
+    back = read_run_record(tmp_path)
+    assert back.extra == {"rollouts": "transformers (compiled fell back: x)", "lora": False}
+    assert back.task == "math" and back.status["state"] == "running"
 
 
 def test_keys_of_a_newer_version_are_kept_in_extra(tmp_path):
