@@ -44,6 +44,7 @@ from countdown_rl.demo.stages import (
     beyond_header,
     beyond_rule,
     blind_row,
+    blind_rule_by_model,
     blind_rule_of,
     demo_puzzles,
     demo_record,
@@ -361,7 +362,7 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
         "dataset": config.puzzles.describe(), "rollout_backend": backend, "eval_backend": eval_backend,
         "base": held_out[0].to_dict(), "sft": held_out[1].to_dict(), "trained": held_out[2].to_dict(),
         "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy), "paired_test": paired,
-        "blind_rule": blinds[0],
+        "blind_rule": blind_rule_by_model(dict(zip(("base", "sft", "trained"), blinds, strict=True))),
         "transfer": {label: [r.to_dict() for r in results[1]] for label, results in
                      zip(("base", "sft", "trained"), (base_results, sft_results, final_results), strict=True)
                      if len(results) > 1},

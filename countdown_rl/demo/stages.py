@@ -507,6 +507,23 @@ def blind_rule_of(eval_dir: str | Path) -> dict[str, Any] | None:
     return read_eval(eval_dir)["blind_rule"]
 
 
+def blind_rule_by_model(blinds: Mapping[str, Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """``demo_results.json``'s ``blind_rule``: the rule on the held-out puzzles (the same for every model) and each
+    model's correct answers split by whether the rule solves the puzzle (``by_model``: name -> its ``by_budget``).
+
+    >>> split = {"rule": "a+b+c", "accuracy": 0.1, "solved": 1, "total": 10, "by_budget": {"8": {"correct_on_rest": 2}}}
+    >>> blind_rule_by_model({"sft": split, "trained": None})["by_model"]
+    {'sft': {'8': {'correct_on_rest': 2}}, 'trained': None}
+    """
+    known = [blind for blind in blinds.values() if blind]
+    if not known:
+        return None
+    common = {key: value for key, value in known[0].items() if key != "by_budget"}
+    if any({key: value for key, value in blind.items() if key != "by_budget"} != common for blind in known):
+        raise ValueError("the evaluations' target-blind rules differ: they were not on the same puzzles")
+    return {**common, "by_model": {name: blind["by_budget"] if blind else None for name, blind in blinds.items()}}
+
+
 def beyond_rule(blind: Mapping[str, Any] | None, budget: int) -> str:
     """A table cell: correct answers at ``budget`` on the puzzles the blind rule does not solve."""
     from countdown_rl.evaluation.scoring import correct_beyond_rule
@@ -714,7 +731,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "trained": after.to_dict(),
         "gain_points": 100 * (after.accuracy - before.accuracy),
         "paired_test": paired,
-        "blind_rule": blind,
+        "blind_rule": blind_rule_by_model({"sft": blind, "trained": blind_after}),
         "global_step": trained["global_step"],
         "resumed_from": trained["resumed_from"],
         "paths": {"base": str(out / "base"), "sft": str(sft_dir), "zero_shot": str(zero_dir), "run": str(run_dir),

@@ -209,11 +209,14 @@ def release_output_dir(output_dir: str | Path, *, refused: bool = False) -> None
     claim = _held_locks.pop(str(out.resolve()), None)
     if claim is None:
         return
-    # What the claim created goes again if nothing else was written (the run never started) or it was refused.
-    if claim.created_file and (refused or [p.name for p in out.iterdir()] == [LOCK_FILE]):
-        (out / LOCK_FILE).unlink(missing_ok=True)
-    os.close(claim.fd)  # releases the flock; a run's lock file stays (unlinking it races a waiter's open)
-    if claim.created_dir and not any(out.iterdir()):
+    try:
+        # What the claim created goes again if nothing else was written (the run never started) or it was refused.
+        # A folder deleted while claimed (by hand, or a test's temporary folder) leaves nothing to tidy.
+        if claim.created_file and out.is_dir() and (refused or [p.name for p in out.iterdir()] == [LOCK_FILE]):
+            (out / LOCK_FILE).unlink(missing_ok=True)
+    finally:
+        os.close(claim.fd)  # releases the flock; a run's lock file stays (unlinking it races a waiter's open)
+    if claim.created_dir and out.is_dir() and not any(out.iterdir()):
         out.rmdir()
 
 

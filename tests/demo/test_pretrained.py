@@ -66,8 +66,11 @@ def _check_files_and_table(out, first: str, resumed: str, results: dict, model: 
         assert line.split("|")[4].strip() == str(beyond), line
     # the rule's own row heads both tables: the held-out puzzles', then the assignment's
     rules = [line for line in first.splitlines() if line.startswith("| best target-blind rule")]
-    assert len(rules) == 2 and results["blind_rule"] == read_eval(out / "base_eval")["blind_rule"]
-    assert results["blind_rule"]["rule"] in rules[0]
+    blinds = {key: read_eval(out / folder)["blind_rule"]
+              for key, folder in (("base", "base_eval"), ("sft", "zero_shot"), ("trained", "grpo/eval"))}
+    assert len(rules) == 2 and results["blind_rule"]["rule"] in rules[0]
+    assert results["blind_rule"] == {**{k: v for k, v in blinds["base"].items() if k != "by_budget"},
+                                     "by_model": {key: blind["by_budget"] for key, blind in blinds.items()}}
     transfer = read_eval(out / "transfer" / "sft")
     assert [r.max_tokens for r in transfer["results"]] == [32, 48] and transfer["meta"]["template"] == "chat"
     before, after = read_samples(out / "zero_shot", 48), read_samples(out / "grpo" / "eval", 48)

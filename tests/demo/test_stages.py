@@ -78,7 +78,9 @@ def test_table_and_results_match_the_eval_files(quick_runs):
         assert blind["by_budget"][budget]["correct_on_solved"] + int(row[3]) == expected["correct"]
         assert row[4] == format_number(expected["mean_tokens"])
     # The best target-blind rule on the same puzzles heads the table; both evaluations saw the same puzzles.
-    assert blinds[0]["rule"] == blinds[1]["rule"] and first["blind_rule"] == blinds[0]
+    assert blinds[0]["rule"] == blinds[1]["rule"]
+    assert first["blind_rule"] == {**{k: v for k, v in blinds[0].items() if k != "by_budget"},
+                                   "by_model": {"sft": blinds[0]["by_budget"], "trained": blinds[1]["by_budget"]}}
     [rule_row] = [line for line in stdout.splitlines() if line.startswith("| best target-blind rule")]
     assert f"| {format_percent(blinds[0]['accuracy'])} |" in rule_row
     # RL against SFT, paired on the same puzzles, from the samples themselves.
@@ -130,6 +132,23 @@ def test_report_reads_the_run_with_its_zero_shot(quick_runs, tmp_path):
 # ----------------------------------------------------------------------------------------------------------------
 # Fast pieces
 # ----------------------------------------------------------------------------------------------------------------
+
+
+def test_the_results_blind_rule_keeps_every_models_split_and_refuses_other_puzzles():
+    import doctest
+
+    runner = doctest.DocTestRunner()
+    for example in doctest.DocTestFinder().find(demo.blind_rule_by_model, globs=vars(demo)):
+        runner.run(example)
+    assert runner.tries > 0 and runner.failures == 0
+    rule = {"rule": "a+b+c", "accuracy": 0.25, "solved": 1, "total": 4}
+    before = {**rule, "by_budget": {"8": {"correct_on_solved": 1, "correct_on_rest": 0}}}
+    after = {**rule, "by_budget": {"8": {"correct_on_solved": 1, "correct_on_rest": 2}}}
+    assert demo.blind_rule_by_model({"sft": before, "trained": after}) == {
+        **rule, "by_model": {"sft": before["by_budget"], "trained": after["by_budget"]}}
+    assert demo.blind_rule_by_model({"sft": None, "trained": None}) is None
+    with pytest.raises(ValueError, match="not on the same puzzles"):
+        demo.blind_rule_by_model({"sft": before, "trained": {**after, "total": 5}})
 
 
 def test_puzzles_are_disjoint_deterministic_and_in_range():

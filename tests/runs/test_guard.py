@@ -55,6 +55,25 @@ def test_a_refused_claim_leaves_a_new_folder_as_it_found_it(tmp_path):
     assert not out.exists()
 
 
+def test_a_folder_deleted_while_claimed_is_released_without_error(tmp_path):
+    """A claim whose folder went (deleted by hand; a test's temporary folder) closes its lock and raises nothing:
+    ``release_all_output_dirs`` at the end of a later command in the same process once failed on it."""
+    import os
+    import shutil
+
+    from countdown_rl.runs.guard import release_all_output_dirs
+
+    out = tmp_path / "gone"
+    claim_output_dir(out)
+    fds = len(os.listdir("/proc/self/fd"))
+    shutil.rmtree(out)
+    release_all_output_dirs()
+    assert len(os.listdir("/proc/self/fd")) == fds - 1  # the lock's descriptor closed
+    claim_output_dir(out)  # claimable again: the claim was dropped
+    release_output_dir(out)
+    assert not out.exists()  # and tidied as any claim that wrote nothing
+
+
 def _train_at_the_barrier(barrier, argv, queue):
     """One `countdown-rl train` in this process, started when both processes reach the barrier."""
     import contextlib
