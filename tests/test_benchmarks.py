@@ -15,6 +15,8 @@
   compiled backend under bf16 autocast, timed (the compiled one must not have fallen back).
 * ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
   rows and the minutes saved from the runs' own records.
+
+Several are in the slow tier (marked, each saying where the default tier tests what its script measures).
 """
 
 import json
@@ -224,6 +226,7 @@ def test_reward_throughput_quick_measures_every_task():
     assert "goal: a 64-batch under 3% of the GPU step" in out
 
 
+@pytest.mark.slow  # the skip's update: the default tier (tests/training/test_trainer_parity.py); this is the script
 def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
     stdout = _run("zero_advantage_skip.py", "--model", "tiny", "--reward", "dense", "--batches", "2", "--repeats",
                   "1", "--tokens", "16")
@@ -308,6 +311,7 @@ def test_blind_rule_quick_rows_are_the_pools_own():
     assert demo["rule_accuracy"] == best_blind_rule(pool).accuracy
 
 
+@pytest.mark.slow  # its [tiny] run is in the default tier; prompt-once itself: tests/training/test_shared_prompt.py
 def test_shared_prompt_full_and_lora_under_checkpointing():
     stdout = _run("shared_prompt.py", "--model", "tiny", "--modes", "full", "lora", "--tokens", "16",
                   "--gradient-checkpointing", "--repeats", "1")
@@ -320,6 +324,7 @@ def test_shared_prompt_full_and_lora_under_checkpointing():
         assert float(c["gradient norm (off)"]) > 0 and float(c["gradient diff (relative norm)"]) < 2e-2
 
 
+@pytest.mark.slow  # the demo's RL stage runs in the default tier (tests/demo/test_pretrained.py); this is the script
 def test_demo_rl_stage_times_both_passes_from_one_sft_model(tiny_model_dir, tmp_path):
     out = tmp_path / "bench"
     stdout = _run("demo_rl_stage.py", "--quick", "--model", str(tiny_model_dir), "--out", str(out), timeout=400)
