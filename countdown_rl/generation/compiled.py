@@ -16,10 +16,11 @@ decode step was 3.5x faster. The algorithm:
    exact in floating point).
 4. Generate: transformers' ``generate`` with a static cache (:func:`static_cache`: transformers' own, but keys and
    values that come in two dtypes, as under bf16 autocast over fp32 weights, are kept in the wider) and a
-   ``CompileConfig``: transformers compiles the one-token decode forward (the prefill stays eager); logits processors, sampling and
-   stopping run eagerly as in plain ``generate``, so every sampling parameter, EOS id and the RNG stream are the
-   plain path's. Tokens equal the plain path's as long as the compiled logits round the same way; on the CPU in
-   float32 they do (greedy and seeded sampling, tested); nothing guarantees it bit for bit in bf16 on a GPU.
+   ``CompileConfig``: transformers compiles the one-token decode forward (the prefill stays eager); logits
+   processors, sampling and stopping run eagerly as in plain ``generate``, so every sampling parameter, EOS id and
+   the RNG stream are the plain path's. Tokens equal the plain path's as long as the compiled logits round the same
+   way; on the CPU in float32 they do (greedy and seeded sampling, tested), and under bf16 autocast greedy tokens
+   did in the tested runs; nothing guarantees it bit for bit in bf16.
 5. Warm up before the first generation (the trainer does it when training begins, after the Trainer set up
    checkpointing: :mod:`countdown_rl.training.rollouts`) or before an evaluation: one short call per row count;
    the first compile's time is logged once instead of landing in step 1's ``step_time``. Later new graphs are
