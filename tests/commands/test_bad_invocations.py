@@ -10,8 +10,9 @@ recipe and a few bad files, offline (``HF_HUB_OFFLINE=1``: no Hub request can le
 3. nothing was written or deleted: the scratch folder's listing, sizes and mtimes are the same before and after.
 
 The cases run four at a time (a ``train`` process spends ~5-8 s CPU importing torch and TRL; the others are
-fast). The output-directory guard and the Hub checks of ``train`` are tested in process in
-tests/training/test_reliability.py.
+fast). The ``train`` cases with a twin tested in process (tests/commands/test_train.py: the same mistake, the
+same words) run as processes in the slow tier only; every other case runs in the default tier. The
+output-directory guard and the Hub checks of ``train`` are tested in process in tests/training/test_reliability.py.
 """
 
 from __future__ import annotations
@@ -28,16 +29,42 @@ def scratch(tmp_path_factory, tiny_model_dir):
     return build_scratch(tmp_path_factory.mktemp("scratch"), tiny_model_dir)
 
 
-def test_every_bad_invocation_is_one_line_and_touches_nothing(scratch):
-    assert len(CASES) >= 25
+# train case -> its in-process twin in tests/commands/test_train.py (RECIPE_ERRORS, or the test named)
+SLOW_CASES = {
+    "train-bad-yaml": "invalid-yaml",
+    "train-unknown-key-in-yaml": "unknown-key-in-yaml",
+    "train-wrongly-typed-key": "max-completion-length-not-an-int",
+    "train-zero-budget": "max-completion-length-zero",
+    "train-group-does-not-divide-batch": "batch-not-divisible-by-group",
+    "train-missing-checkpoint": "resume-from-missing-path",
+    "train-hub-dataset-offline": "test_dataset_errors_are_one_line_before_the_model_is_loaded",
+}
+
+
+def check_cases(cases: list[str], scratch) -> None:
     before = snapshot(scratch)
     # Each case its own output_dir: concurrent jobs on one folder are refused (runs.guard), which is not the point here
     def own_output_dir(case):
         return [f"out-{case}" if arg == "out" else arg for arg in CASES[case][0]]
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
-        results = dict(zip(CASES, pool.map(lambda case: run(own_output_dir(case), scratch), CASES)))
+        results = dict(zip(cases, pool.map(lambda case: run(own_output_dir(case), scratch), cases)))
     failures = {case: found for case, done in results.items() if (found := problems(case, done))}
     assert not failures, "\n".join(f"{case}: {found}\n{results[case].stderr[-1500:]}"
                                    for case, found in failures.items())
     assert snapshot(scratch) == before, "a bad invocation wrote or deleted something"
+
+
+def test_every_bad_invocation_is_one_line_and_touches_nothing(scratch):
+    from tests.commands import test_train
+
+    assert len(CASES) >= 25 and set(SLOW_CASES) < set(CASES)
+    assert all(twin in test_train.RECIPE_ERRORS or hasattr(test_train, twin) for twin in SLOW_CASES.values())
+    cases = [case for case in CASES if case not in SLOW_CASES]
+    assert {case.split("-")[0] for case in cases} == {case.split("-")[0] for case in CASES}  # every command
+    check_cases(cases, scratch)
+
+
+@pytest.mark.slow
+def test_the_other_train_cases_as_processes(scratch):
+    check_cases(sorted(SLOW_CASES), scratch)
