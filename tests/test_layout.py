@@ -183,8 +183,8 @@ def test_the_old_trainer_path_still_imports_with_a_deprecation_warning():
     assert old.CountdownGRPOTrainer is CountdownGRPOTrainer
 
 
-def test_the_readme_table_has_one_row_per_subpackage():
-    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+def test_the_architecture_table_has_one_row_per_subpackage():
+    readme = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
     section = readme.split("## What is in the package", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `countdown_rl.")]
     assert rows == [f"countdown_rl.{name}" for name in

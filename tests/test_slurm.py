@@ -10,7 +10,7 @@
    saves a checkpoint, requeues itself, resumes from that checkpoint and finishes with the uninterrupted run's
    weights, bit for bit; the cancelled one stays cancelled, its checkpoint kept. Once a task was requeued the test
    lifts its time limit, so the second attempt finishes within the test's time.
-3. The README's single-run example, as written (only the recipe and the signal's lead time are the test's).
+3. The single-run example of docs/reliability.md, as written (only the recipe and the signal's lead time are the test's).
 4. ``slurm/train_multinode.sbatch`` on two nodes: one run of 2 processes, a checkpoint, a signal, requeue, resume,
    finished, the record saying 2 processes. ``accelerate launch --num_machines 2`` under ``srun -N2`` is refused.
 
@@ -277,12 +277,12 @@ def test_a_scancel_is_not_requeued_and_keeps_its_checkpoint(timed):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# 3. The README's single-run example
+# 3. The single-run example of docs/reliability.md
 # ---------------------------------------------------------------------------------------------------------------
 
 
 def readme_single_run_script() -> str:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "reliability.md").read_text()
     section = readme.split("## Long jobs, preemption and SLURM", 1)[1].split("\n## ", 1)[0]
     [block] = [b for b in re.findall(r"```bash\n(.*?)```", section, flags=re.S) if "#SBATCH --requeue" in b]
     return block
