@@ -1,7 +1,7 @@
-"""Replication A: seed 002's GRPO hyper-parameter study, on the format-copy toy task, offline on a CPU.
+"""The GR-REINFORCE study's GRPO hyper-parameter sweep, replicated on the format-copy toy task, offline on a CPU.
 
-Seed 002 swept five knobs on format copy (Qwen2.5-1.5B + LoRA) and compared GRPO (two clipped passes per rollout)
-with GR-REINFORCE (one). Here, with the tiny Qwen3:
+That study (docs/sources.md) swept five knobs on format copy (Qwen2.5-1.5B + LoRA) and compared GRPO (two clipped
+passes per rollout) with GR-REINFORCE (one). Here, with the tiny Qwen3:
 
 1. The start: ``countdown-rl warmup --task format_copy`` for 220 SFT steps (1-3-digit numbers): the model writes
    the tags and copies about a quarter of the numbers greedily (28% of the 100 held-out numbers), so RL has
@@ -17,7 +17,7 @@ with GR-REINFORCE (one). Here, with the tiny Qwen3:
    clipping); ``accumulation``: 1, 2, 6 and 12 accumulation steps of micro-batches of 4 at one rollout size of 48
    (12, 6, 2 and 1 optimizer steps per rollout pass); ``micro_batch``: micro-batches of 2 x 8, 4 x 4 and 16 x 1
    accumulation steps at one rollout of 16.
-4. Per sweep, the report (``countdown-rl report``: the summary table and seed 002's five-panel figure) and the
+4. Per sweep, the report (``countdown-rl report``: the summary table and the study's five-panel figure) and the
    numbers the claims are judged by: final and best held-out accuracy, the largest drop between evaluations,
    rollout reward, mean clip fraction and the largest KL. Written to ``<output-dir>/seed002_study.{md,json}``.
 
@@ -134,7 +134,7 @@ def summarise(out: Path, names: list[str], args, wall: float) -> str:
         sections += [f"## {name}", "", render_markdown_table(
             ["value", "seeds", "final held-out acc.", "best held-out acc.", "largest drop between evals",
              "rollout reward (last 10%)", "mean clip fraction", "largest KL"], rows), "",
-            f"Figure: `runs/{name}/report/` (seed 002's five panels).", ""]
+            f"Figure: `runs/{name}/report/` (the study's five panels).", ""]
         if name == "ppo_epochs":
             points = sweep.points()
             test = paired_test(sweep, points[1], points[0])  # GRPO (2 passes) vs GR-REINFORCE (1)
@@ -144,7 +144,8 @@ def summarise(out: Path, names: list[str], args, wall: float) -> str:
             data["grpo_vs_reinforce"] = test
     sections += [f"Runs: {len(per_run)} finished, {sum(per_run):.0f} s of run time in all ({args.jobs} at a time, "
                  f"{args.threads} thread(s) each); wall time {wall:.0f} s.", ""]
-    md = "\n".join([f"# Seed 002's study on format_copy ({args.rollouts} rollouts per run, seeds {args.seeds})", "",
+    md = "\n".join([f"# The GR-REINFORCE study's sweep on format_copy ({args.rollouts} rollouts per run, "
+                     f"seeds {args.seeds})", "",
                     *sections])
     write_json_atomic(out / "seed002_study.json", {"sweeps": data, "run_seconds": per_run, "wall_seconds": wall,
                                                   "rollouts": args.rollouts, "seeds": args.seeds})

@@ -1,8 +1,8 @@
-"""Replication B: seed 003's baseline and normalisation ablation, at toy scale on Countdown, offline on a CPU.
+"""The MATH ablations of the baseline and normalisation, replicated at toy scale on Countdown, offline on a CPU.
 
-Seed 003 trained Qwen2.5-Math-1.5B on MATH (100 steps) and compared, by final validation accuracy:
-group baseline vs none (40.6% vs 38.3%), and the per-response ``masked_mean`` vs a constant normaliser, each with
-std normalisation on and off (43.7 / 38.9 / 40.1 / 41.9). Here the same five variants run on the toy Countdown
+The MATH ablations (docs/sources.md) trained Qwen2.5-Math-1.5B on MATH (100 steps) and compared, by final validation
+accuracy: group baseline vs none (40.6% vs 38.3%), and the per-response ``masked_mean`` vs a constant normaliser, each
+with std normalisation on and off (43.7 / 38.9 / 40.1 / 41.9). Here the same five variants run on the toy Countdown
 setup of ``benchmarks/toy_replication.py``:
 
 1. The SFT start: ``toy_replication``'s (the demo's tiny Qwen3, 2000 SFT steps on search traces); reused when
@@ -12,8 +12,8 @@ setup of ``benchmarks/toy_replication.py``:
    temperature 0.7, beta 0, 450 steps) at one budget (``--budget``, default 64 tokens: one wrong attempt fits).
 3. One sweep (``mode: zip`` over ``baseline``, ``reduction``, ``std_normalization``; ``--seeds``), run with
    ``countdown-rl sweep`` (``--jobs N``: N runs at a time, as array tasks would).
-4. The table: each variant's final greedy accuracy on the 300 held-out puzzles (mean +- sd over seeds) beside seed
-   003's, and the paired differences seed 003 draws conclusions from (exact McNemar test on the same puzzles,
+4. The table: each variant's final greedy accuracy on the 300 held-out puzzles (mean +- sd over seeds) beside the
+   MATH ablations', and the paired differences they draw conclusions from (exact McNemar test on the same puzzles,
    pooled over seeds). Written to ``<output-dir>/seed003_ablation.{md,json}`` with the sweep's report.
 
     python benchmarks/seed003_ablation.py --sft-from outputs/toy-replication   # ~1 h on 2 CPU cores
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from _studies import run_sweeps, write_yaml  # noqa: E402
 
-# name -> (baseline, reduction, std_normalization, seed 003's final accuracy in %)
+# name -> (baseline, reduction, std_normalization, the MATH ablations' final accuracy in %)
 VARIANTS = {
     "masked_mean_std": ("group_mean", "masked_mean", "group", 43.70),
     "masked_mean_no_std": ("group_mean", "masked_mean", "none", 38.86),
@@ -39,9 +39,9 @@ VARIANTS = {
     "constant_no_std": ("group_mean", "masked_mean_drgrpo", "none", 41.88),
     "no_baseline": ("none", "masked_mean", "none", 38.30),
 }
-# (A, B, what seed 003 concluded from A vs B, seed 003's A - B in points)
+# (A, B, what the MATH ablations concluded from A vs B, their A - B in points)
 COMPARISONS = [
-    ("masked_mean_no_std", "no_baseline", "a baseline helps (40.6 vs 38.3 in seed 003's Experiment 1)", 2.30),
+    ("masked_mean_no_std", "no_baseline", "a baseline helps (40.6 vs 38.3 in the MATH ablations' Experiment 1)", 2.30),
     ("masked_mean_std", "constant_std", "with std: masked_mean beats the constant normaliser", 3.60),
     ("constant_no_std", "masked_mean_no_std", "without std: the constant normaliser beats masked_mean", 3.02),
     ("masked_mean_std", "masked_mean_no_std", "std normalisation helps masked_mean", 4.84),
@@ -166,10 +166,10 @@ def summarise(out: Path, args, wall: float, codes: dict) -> int:
                        f"{test['only_a']} / {test['only_b']} of {test['pairs']}", f"{test['p_value']:.3f}"])
     per_run = [r.seconds for r in sweep.results if r.seconds is not None]
     md = "\n".join([
-        f"# Seed 003's ablation at toy scale ({len(args.seeds)} seed(s), budget {args.budget} tokens)", "",
-        render_markdown_table(["variant", "seed 003 (MATH, final)", "toy (held-out, mean ± sd)", "per seed"], table),
-        "", render_markdown_table(["difference", "seed 003's conclusion", "seed 003 (points)", "toy (points)",
-                                   "solved only by A / only by B (pairs)", "McNemar p"], ctable), "",
+        f"# The MATH ablations at toy scale ({len(args.seeds)} seed(s), budget {args.budget} tokens)", "",
+        render_markdown_table(["variant", "MATH ablations (final)", "toy (held-out, mean ± sd)", "per seed"], table),
+        "", render_markdown_table(["difference", "the MATH ablations' conclusion", "MATH ablations (points)",
+                                   "toy (points)", "solved only by A / only by B (pairs)", "McNemar p"], ctable), "",
         f"Runs: {len(per_run)} finished, {sum(per_run):.0f} s of run time in all ({args.jobs} at a time, "
         f"{args.threads} threads each); wall time {wall:.0f} s.", ""])
     write_json_atomic(out / "seed003_ablation.json", {"variants": rows, "comparisons": comparisons,
