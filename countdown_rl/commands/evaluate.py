@@ -1,7 +1,8 @@
 """``countdown-rl eval``: score a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.
 
 1. Check the arguments (model path, budgets, sampling, task and its options) and load the dataset's held-out
-   split with the same data keys, dedupe and split as training
+   split with the same data keys, dedupe and split as training, or with ``--all_rows`` every row of the split as
+   given (a whole file of puzzles; no split flag then)
    (:class:`countdown_rl.data.arguments.DataArguments`, whose fields are this command's data flags;
    :mod:`countdown_rl.evaluation.inputs`), so no training row is scored; with ``--backend compiled``, check the
    tokenizer's pad/EOS ids and the static cache length against config.json. Every error here is one line, exit
@@ -26,7 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import get_type_hints
 
-from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 from countdown_rl.data.arguments import DataArguments
 from countdown_rl.evaluation.inputs import compiled_generation_for, held_out_rows, resolve_backend
 from countdown_rl.generation.backends import evaluation_backends
@@ -35,6 +36,9 @@ from countdown_rl.models.source import check_model, is_local_path, resolve_model
 
 PROG = "countdown-rl eval"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+# The flags that choose a held-out split: --all_rows, which scores every row, refuses them.
+SPLIT_FLAGS = ("test_size", "eval_dataset_split", "split_method", "split_seed")
+_UNSET = object()
 
 
 class UsageError(ValueError):
@@ -70,11 +74,21 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl eval`` argument parser."""
     p = OneLineArgumentParser(
         prog=PROG,
-        description="Evaluate a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows.",
+        description="Evaluate a model, checkpoint, LoRA adapter or Hub id on a task's held-out rows (the rows the "
+        "training recipe with the same data flags held out), or on every row of a file with --all_rows.",
+        epilog=examples(
+            "countdown-rl eval --model_name_or_path outputs/demo/grpo --dataset_name puzzles.jsonl --all_rows",
+            "countdown-rl eval --model_name_or_path Qwen/Qwen3-1.7B --max_completion_length 256 512 1024 "
+            "--output_dir outputs/zero_shot",
+            "countdown-rl eval --model_name_or_path outputs/countdown/qwen3-1.7b/grpo_512   its recipe's held-out rows",
+        ),
     )
     p.add_argument("--model_name_or_path", required=True, deprecated=["--model"],
                    help="Hub id, model folder, checkpoint folder or LoRA adapter folder (has adapter_config.json)")
     _add_data_arguments(p)
+    p.add_argument("--all_rows", action="store_true",
+                   help="score every row of --dataset_split as given (e.g. a whole .jsonl file of puzzles): no "
+                   "held-out split, so not with --test_size, --eval_dataset_split, --split_method or --split_seed")
     p.add_argument("--num_rows", type=int, default=None, deprecated=["--num_puzzles"],
                    help="score only the first N held-out rows (default: all)")
     p.add_argument("--max_completion_length", type=int, nargs="+", default=[256, 512, 1024],
@@ -116,6 +130,10 @@ def default_output_dir(model: str) -> Path:
 
 def check_args(args: argparse.Namespace) -> None:
     """Argument checks that need no data and no model."""
+    split_flags = getattr(args, "split_flags", [])
+    if args.all_rows and split_flags:
+        given = ", ".join(f"--{name}" for name in split_flags)
+        raise UsageError(f"--all_rows scores every row, with no held-out split: drop {given}")
     try:  # a GGUF file or packaged model name; a folder that is not there or is a file, or a Hub id while offline
         # and not in the cache (models.source)
         check_model(args.model_name_or_path, "--model_name_or_path")
@@ -192,9 +210,21 @@ def _progress_bars(enabled: bool):
 
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """``eval``'s flags; ``args.split_flags`` names the split flags given on the command line (even at their
+    default value), which ``--all_rows`` refuses."""
+    parser = build_parser()
+    args = parser.parse_args(argv, namespace=argparse.Namespace(**dict.fromkeys(SPLIT_FLAGS, _UNSET)))
+    args.split_flags = [name for name in SPLIT_FLAGS if getattr(args, name) is not _UNSET]
+    for name in SPLIT_FLAGS:
+        if getattr(args, name) is _UNSET:  # argparse leaves a preset attribute alone: the default goes in here
+            setattr(args, name, parser.get_default(name))
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``countdown-rl eval``; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     with _progress_bars(not args.no_progress):
         return _run(args)
 
@@ -203,7 +233,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
         backend = _usage(resolve_backend, "vllm" if args.vllm_server_url else args.backend, args.device)
-        rows = _usage(held_out_rows, data_arguments(args), args.num_rows)
+        rows = _usage(held_out_rows, data_arguments(args), args.num_rows, all_rows=args.all_rows)
         given = args.model_name_or_path
         source = resolve_model_source(given, "--model_name_or_path")  # a GGUF file: converted once to a checkpoint
         args.model_name_or_path = source.path
@@ -264,9 +294,9 @@ def _run(args: argparse.Namespace) -> int:
         dataset=data.dataset_name or task.default_dataset,
         source_split=data.dataset_split,
         eval_dataset_split=data.eval_dataset_split,
-        split_method=data.split_method,
-        test_size=data.test_size,
-        split_seed=data.split_seed,
+        split_method="all rows" if args.all_rows else data.split_method,
+        test_size=None if args.all_rows else data.test_size,
+        split_seed=None if args.all_rows else data.split_seed,
         num_rows=len(rows),
         template=data.prompt_template or task.default_template,
         chat_template_kwargs=chat_kwargs,

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from countdown_rl.commands.one_line import OneLineArgumentParser
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 
 def build_parser() -> OneLineArgumentParser:
     """The ``countdown-rl generate`` argument parser."""
-    parser = OneLineArgumentParser(prog="countdown-rl generate", description=main.__doc__)
+    parser = OneLineArgumentParser(
+        prog="countdown-rl generate", description=main.__doc__,
+        epilog=examples(
+            "countdown-rl generate 2000 --output_file puzzles.jsonl --task_options sampling=balanced",
+            "countdown-rl generate 400 --task format_copy --output_file rows.jsonl",
+        ),
+    )
     parser.add_argument("n", type=int, help="number of rows")
     parser.add_argument("--output_file", required=True, deprecated=["--out"], help="output .jsonl path")
     parser.add_argument("--task", choices=sorted(TASKS), default=DEFAULT_TASK, help="task (default countdown)")

@@ -10,10 +10,11 @@
    own adds only ``--no-x``, and would read ``--no_x`` as ``--x``).
 4. Renamed options: ``add_argument("--new_name", deprecated=["--old_name"])`` keeps the old spelling working for
    one release, hidden from ``--help``; using it prints one line on stderr,
-   ``prog: warning: --old_name is deprecated, use --new_name``, and parsing goes on (README lists them). A
+   ``prog: warning: --old_name is deprecated, use --new_name``, and parsing goes on (CHANGELOG.md lists them). A
    dataclass field's flag made by ``HfArgumentParser`` gets one from its metadata (``metadata={"deprecated": [...]}``),
    which that parser passes on to ``add_argument``.
-5. Errors: argparse prints the whole usage (several lines) before ``prog: error: message``; every countdown-rl
+5. ``--help`` ends with examples: an epilog made by :func:`examples` keeps its lines as written.
+6. Errors: argparse prints the whole usage (several lines) before ``prog: error: message``; every countdown-rl
    command errs in one line instead, ``prog: error: message (see prog --help)``, exit code 2. Errors found after
    parsing go through :func:`fail`, in the same shape.
 """
@@ -125,12 +126,32 @@ class _ExclusiveGroup(_BothSpellings, argparse._MutuallyExclusiveGroup):
     pass
 
 
+EXAMPLES_HEADING = "examples:\n"
+"""An epilog that starts with this line is printed as written (:func:`examples`)."""
+
+
+def examples(*lines: str) -> str:
+    """A command's ``--help`` epilog: example command lines, printed as written (not re-wrapped).
+
+    >>> print(examples("countdown-rl demo --quick    a one-minute smoke run"))
+    examples:
+      countdown-rl demo --quick    a one-minute smoke run
+    """
+    return EXAMPLES_HEADING + "\n".join(f"  {line}" for line in lines)
+
+
 class SnakeCaseHelpFormatter(argparse.HelpFormatter):
     """Help that shows one spelling per option, the snake_case one (:func:`shown_option_strings`).
 
     Mix it in before another formatter to keep that one's additions, e.g. TRL's
     ``class F(SnakeCaseHelpFormatter, argparse.ArgumentDefaultsHelpFormatter)``.
     """
+
+    def _fill_text(self, text, width, indent):
+        # An epilog of examples keeps its lines (command lines must not be re-wrapped); other text is filled.
+        if text.startswith(EXAMPLES_HEADING):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
 
     def _format_action_invocation(self, action):
         if action.option_strings:

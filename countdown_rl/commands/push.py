@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 from countdown_rl.runs.hub import check_hub_settings, check_run_dir, failed_push_message, push_run
 
 PROG = "countdown-rl push"
@@ -20,7 +20,12 @@ PROG = "countdown-rl push"
 
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineArgumentParser(prog=PROG, description="Push a finished run directory (model or adapter, card, "
-                                "eval files) to the Hugging Face Hub; checkpoints stay local.")
+                                "eval files) to the Hugging Face Hub; checkpoints stay local.",
+                                epilog=examples(
+                                    "hf auth login                  once: save a Hub token",
+                                    "countdown-rl push outputs/countdown/qwen3-1.7b/grpo_1024_lora "
+                                    "--hub_model_id YOUR_NAME/qwen3-1.7b-countdown-lora",
+                                ))
     p.add_argument("run_dir", metavar="RUN_DIR", help="a finished countdown-rl train output_dir")
     p.add_argument("--hub_model_id", required=True, help="repository id, owner/name")
     p.add_argument("--private", action=argparse.BooleanOptionalAction, default=None,

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 from countdown_rl.evaluation.report import PLOTS, ReportError, write_report
 from countdown_rl.sweeps.report import is_sweep_dir, write_sweep_report
 
@@ -19,7 +19,14 @@ PROG = "countdown-rl report"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl report`` argument parser."""
-    p = OneLineArgumentParser(prog=PROG, description="Tables, plots and samples from training run directories.")
+    p = OneLineArgumentParser(
+        prog=PROG, description="Tables, plots and samples from training run directories.",
+        epilog=examples(
+            "countdown-rl report outputs/demo/grpo      one run: results.md and plots in ./report",
+            "countdown-rl report outputs/countdown/qwen3-1.7b/* --output_dir report   the six recipes side by side",
+            "countdown-rl report outputs/sweeps/kl      a sweep: sweep.md, sweep.csv and one figure per axis",
+        ),
+    )
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="training output_dir (trainer_state.json, run_info.json, eval/, zero_shot/), or one sweep's "
                    "output_root (sweep.json)")

@@ -16,7 +16,7 @@ import os
 import shlex
 import sys
 
-from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, fail
+from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, examples, fail
 
 PROG = "countdown-rl serve"
 
@@ -26,7 +26,12 @@ def build_parser():
     from trl import TrlParser
     from trl.scripts.vllm_serve import ScriptArguments
 
-    parser = TrlParser(ScriptArguments, prog=PROG, description=main.__doc__, formatter_class=SnakeCaseHelpFormatter)
+    parser = TrlParser(ScriptArguments, prog=PROG, description=main.__doc__, formatter_class=SnakeCaseHelpFormatter,
+                       epilog=examples(
+                           "countdown-rl serve --model smollm2 --host 127.0.0.1 --port 8000",
+                           "countdown-rl eval --model_name_or_path smollm2 --vllm_server_url http://127.0.0.1:8000 "
+                           "--dataset_name puzzles.jsonl --all_rows --prompt_template chat",
+                       ))
     parser.error = lambda message: sys.exit(fail(PROG, message))  # one line, as every countdown-rl command
     return parser
 

@@ -17,14 +17,22 @@ import shutil
 import subprocess
 import sys
 
-from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 
 PROG = "countdown-rl sweep"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl sweep`` argument parser."""
-    p = OneLineArgumentParser(prog=PROG, description="Run a sweep of training runs from one spec (YAML).")
+    p = OneLineArgumentParser(
+        prog=PROG, description="Run a sweep of training runs from one spec (YAML).",
+        epilog=examples(
+            "countdown-rl sweep spec.yaml --dry_run      the runs and their states; nothing runs",
+            "countdown-rl sweep spec.yaml                every run, one after another; rerun to resume",
+            "countdown-rl sweep spec.yaml --slurm --submit   a SLURM job array, one task per run",
+            "countdown-rl report outputs/sweeps/kl       the sweep's table and figures",
+        ),
+    )
     p.add_argument("spec", help="the sweep spec: base, axes, mode, seeds, overrides, output_root, slurm")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--dry_run", action="store_true", help="print the runs and their states; run nothing")

@@ -30,7 +30,7 @@ import logging
 import os
 import sys
 
-from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, fail
+from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, examples, fail
 from countdown_rl.runs.engine import check_launch, launch_rank
 from countdown_rl.runs.guard import release_all_output_dirs
 from countdown_rl.sweeps.runner import PROGRESS_ENV
@@ -52,6 +52,14 @@ def build_parser():
         description="Train with GRPO / Dr.GRPO from a recipe: --config recipe.yaml (TRL's YAML) and --key value "
         "overrides of the keys below.",
         formatter_class=_HelpFormatter,
+        epilog=examples(
+            "countdown-rl train --config recipes/smoke/cpu_tiny.yaml                 a CPU smoke run (README, docs/demo.md)",
+            "accelerate launch --config_file accelerate_configs/single_gpu.yaml -m countdown_rl.commands.train "
+            "--config recipes/countdown/qwen3-1.7b/grpo_512.yaml",
+            "countdown-rl train --config recipes/countdown/qwen3-1.7b/grpo_512.yaml --learning_rate 5e-6 "
+            "--output_dir outputs/try",
+            "countdown-rl train --config recipes/countdown/qwen3-1.7b/grpo_512.yaml --resume true   after exit 75",
+        ),
     )
 
 

@@ -1,7 +1,7 @@
 """``countdown-rl verify``: judge one completion against one row of a task and print the result as JSON.
 
 Countdown: ``countdown-rl verify --nums 7 7 65 --target 51 [--unary_minus] TEXT`` (also the equation and its
-exact value). Any task: ``countdown-rl verify --task gsm8k --row '{"gold": "72"}' TEXT``.
+exact value). Any task: ``countdown-rl verify --task format_copy --row '{"number": 4821}' TEXT``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
 
 PROG = "countdown-rl verify"
@@ -18,7 +18,14 @@ PROG = "countdown-rl verify"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl verify`` argument parser."""
-    p = OneLineArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = OneLineArgumentParser(
+        prog=PROG, description=__doc__.split("\n\n")[0],
+        epilog=examples(
+            'countdown-rl verify --nums 7 7 65 --target 51 "<answer>(65 - 7) - 7</answer>"',
+            'countdown-rl verify --nums 1 72 12 --target 863 --unary_minus "<answer>-1 + 72 * 12</answer>"',
+            'countdown-rl verify --task format_copy --row \'{"number": 4821}\' "<answer>4821</answer>"',
+        ),
+    )
     p.add_argument("text", help="the completion (use - to read standard input)")
     p.add_argument("--task", choices=sorted(TASKS), default=DEFAULT_TASK, help="task (default countdown)")
     p.add_argument("--row", help="the row as JSON, with the task's columns")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from countdown_rl.commands.one_line import OneLineArgumentParser, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 from countdown_rl.tasks import TASKS
 
 PROG = "countdown-rl warmup"
@@ -23,7 +23,14 @@ MODEL_LEARNING_RATE = 1e-5
 
 def build_parser() -> OneLineArgumentParser:
     """The ``countdown-rl warmup`` argument parser."""
-    parser = OneLineArgumentParser(prog=PROG, description=main.__doc__)
+    parser = OneLineArgumentParser(
+        prog=PROG, description=main.__doc__,
+        epilog=examples(
+            "countdown-rl warmup --task format_copy --task_options max_digits=3 --num_rows 400 --max_steps 40 "
+            "--output_dir outputs/format-copy-warm",
+            "countdown-rl train --config recipes/format_copy/cpu_tiny.yaml     then RL from it",
+        ),
+    )
     parser.add_argument("--task", choices=sorted(TASKS), required=True, help="the task to warm up on")
     parser.add_argument("--output_dir", required=True, deprecated=["--out"],
                         help="folder for the warmed-up model (and <output_dir>-base for the base)")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from countdown_rl.tasks.base import Task
 
-__all__ = ["prepare_data", "prepare_dataset", "prompted_dataset"]
+__all__ = ["prepare_all_rows", "prepare_data", "prepare_dataset", "prompted_dataset"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +122,32 @@ def prepare_dataset(
     info = DataInfo(task.name, source, raw, dropped, filtered, removed, len(train), len(test), split_method, order)
     logger.info("prepared %s: %s", source, info.as_dict())
     return prompted_dataset(task, train, template), prompted_dataset(task, test, template), info
+
+
+def prepare_all_rows(args: DataArguments, task: Task | None = None) -> tuple[Dataset, DataInfo]:
+    """Every row of ``args.dataset_split`` that the task's options select, as given (no dedupe, no hold-out), with
+    a ``prompt`` column: what ``countdown-rl eval --all_rows`` scores, e.g. a whole file of puzzles.
+
+    >>> import tempfile, os
+    >>> from countdown_rl.data.jsonl import write_jsonl
+    >>> from countdown_rl.tasks import get_task
+    >>> path = os.path.join(tempfile.mkdtemp(), "p.jsonl")
+    >>> _ = write_jsonl(get_task("countdown").generate(5), path)
+    >>> rows, info = prepare_all_rows(DataArguments(dataset_name=path))
+    >>> len(rows), info.test, info.split_method
+    (5, 5, 'all rows')
+    """
+    task = task or args.check()
+    rows, raw, dropped, source = load_rows(
+        task, args.dataset_name, args.dataset_split, config=args.dataset_config, on_invalid=args.on_invalid_rows,
+        num_generated=args.num_generated_rows, seed=args.split_seed,
+    )
+    kept = [row for row in rows if task.filter_row(row)]
+    if not kept:
+        raise ValueError(f"{source}: no rows left after filtering with task_options {task.options}")
+    info = DataInfo(task.name, source, raw, dropped, len(rows) - len(kept), 0, 0, len(kept), "all rows")
+    logger.info("prepared %s: %s", source, info.as_dict())
+    return prompted_dataset(task, kept, args.prompt_template), info
 
 
 def prepare_data(

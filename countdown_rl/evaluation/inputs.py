@@ -44,15 +44,19 @@ def resolve_backend(backend: str, device: str | None = None) -> str:
     return "vllm" if has_vllm else "compiled"
 
 
-def held_out_rows(data: DataArguments, num_rows: int | None = None) -> list[dict[str, Any]]:
-    """The held-out rows (with prompts in the task's template), cut to the first ``num_rows``."""
-    from countdown_rl.data.prepare import prepare_data
+def held_out_rows(data: DataArguments, num_rows: int | None = None, *, all_rows: bool = False) -> list[dict[str, Any]]:
+    """The held-out rows (with prompts in the task's template), cut to the first ``num_rows``; with ``all_rows``,
+    every row of ``data.dataset_split`` instead (:func:`countdown_rl.data.prepare.prepare_all_rows`)."""
+    from countdown_rl.data.prepare import prepare_all_rows, prepare_data
 
     where = f"--dataset_name {data.dataset_name or data.get_task().default_dataset}"
     # The training rows' order (data_order) cannot change the held-out rows: do not spend time sorting them.
     data = replace(data, data_order="random", curriculum_stages=None, curriculum_replay=None)
     try:
-        _, test, _ = prepare_data(data, require_train=False)  # an evaluation-only source is fine
+        if all_rows:
+            test, _ = prepare_all_rows(data)
+        else:
+            _, test, _ = prepare_data(data, require_train=False)  # an evaluation-only source is fine
     except (ValueError, FileNotFoundError, ConnectionError) as err:
         raise ValueError(f"{where}: {err}") from None
     count = len(test) if num_rows is None else min(num_rows, len(test))

@@ -106,3 +106,38 @@ def test_eval_dispatch_and_default_output_dir(tiny_model_dir):
     assert cli_main(["eval", "--model_name_or_path", "/no/such/dir"]) == 2
     assert eval_cli.default_output_dir(str(tiny_model_dir)) == Path(tiny_model_dir) / "eval"
     assert eval_cli.default_output_dir("Qwen/Qwen3-1.7B") == Path("eval_results/Qwen__Qwen3-1.7B")
+
+
+def test_eval_all_rows_scores_every_row_of_the_file_as_given(tiny_model_dir, tmp_path):
+    """A file of puzzles scored whole: every row in the file's order, a repeated puzzle too (no dedupe, no
+    hold-out), where a held-out split of the same size is refused (it must leave a training row)."""
+    rows = generate_countdown(6, seed=7)
+    rows.append(rows[0])
+    path = tmp_path / "puzzles.jsonl"
+    write_jsonl(rows, path)
+    out = tmp_path / "eval"
+    argv = ["--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(path), "--max_completion_length", "2",
+            "--output_dir", str(out), "--no_progress"]
+    assert eval_cli.main([*argv, "--all_rows"]) == 0
+    data = read_eval(out)
+    assert data["results"][0].num_rows == 7
+    assert data["meta"]["split_method"] == "all rows" and data["meta"]["test_size"] is None
+    assert [(r["nums"], r["target"]) for r in read_samples(out)] == [(r["nums"], r["target"]) for r in rows]
+    assert eval_cli.main([*argv, "--test_size", "6", "--output_dir", str(tmp_path / "split")]) == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--test_size", "1024"], "--test_size"),  # the default value, given: still refused
+        (["--eval_dataset_split", "train"], "--eval_dataset_split"),
+        (["--split-method", "tinyzero", "--split_seed", "3"], "--split_method, --split_seed"),
+    ],
+)
+def test_eval_all_rows_refuses_a_split_flag_in_one_line(extra, named, tiny_model_dir, dataset, tmp_path, capsys):
+    argv = ["--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(dataset), "--all_rows", *extra,
+            "--output_dir", str(tmp_path / "out")]
+    assert eval_cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"countdown-rl eval: error: --all_rows scores every row, with no held-out split: drop {named}"
+    assert not (tmp_path / "out").exists()
