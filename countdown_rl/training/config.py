@@ -129,11 +129,16 @@ class CountdownGRPOConfig(GRPOConfig):
         metadata={"help": "Run each distinct prompt of a micro-batch through the model once in the log-prob passes "
                   "(policy with gradients, old policy, reference model), its completions against its cached keys and "
                   "values (countdown_rl.training.shared_prompt): the same log-probs and gradients within float "
-                  "rounding, the prompt's share of the work done once per group instead of G times. Unset (the "
-                  "default): on wherever it can run; where it cannot (reentrant gradient checkpointing, FSDP or "
-                  "DeepSpeed, a model whose cache holds other than attention layers; per pass: a MoE router loss, "
-                  "multimodal inputs) the plain pass runs and the log and the run record say why. true: on, and a "
-                  "run where it cannot run refuses at the start. false: TRL's plain pass."},
+                  "rounding, the prompt's share of the work done once per group instead of G times. Only rows of "
+                  "one prompt in one micro-batch share (see group_micro_batches); a micro-batch where every prompt "
+                  "is distinct runs the plain pass. Unset (the default): on where a measured row shows a gain, the "
+                  "CPU and a GPU with gradient checkpointing (full fine-tuning); off on a GPU without checkpointing "
+                  "or with LoRA (measured slower: more kernel launches) and on devices not measured. Where it cannot "
+                  "run (reentrant gradient checkpointing, FSDP or DeepSpeed, a model whose cache holds other than "
+                  "attention layers; per pass: active dropout, whose mask the rows of a group would share over the "
+                  "prompt, a MoE router loss, multimodal inputs) the plain pass runs and the log and the run record "
+                  "say why. true: on, and a run where it cannot run refuses at the start. false: TRL's plain pass. "
+                  "The run record's extra.log_prob_passes counts what each pass ran."},
     )
     loss_type: str | None = field(
         default=None,
@@ -250,10 +255,8 @@ class CountdownGRPOConfig(GRPOConfig):
             if fixed:
                 raise ValueError(f"budget_schedule: generation_kwargs sets {fixed[0]}, which would fix the budget; "
                                  "remove it")
-        self._shared_prompt_given = self.shared_prompt_forward is not None  # true asked: refuse, not fall back
-        if self.shared_prompt_forward is None:
-            self.shared_prompt_forward = True
-        elif self.shared_prompt_forward and self.gradient_checkpointing and (
+        # unset stays None: the trainer decides by device (training.trainer.prompt_once_default); true asked: refuse
+        if self.shared_prompt_forward and self.gradient_checkpointing and (
                 self.gradient_checkpointing_kwargs or {}).get("use_reentrant"):
             raise ValueError("shared_prompt_forward: true needs non-reentrant gradient checkpointing (the reentrant "
                              "kind passes no gradient to the cached prompt); set gradient_checkpointing_kwargs "

@@ -15,8 +15,13 @@ A GRPO micro-batch holds G completions of each prompt, so a plain pass runs ever
    activations are kept for the distinct prompts only). Non-reentrant checkpointing only: the reentrant kind passes
    no gradient to tensors outside a layer's positional arguments, such as the cache (the trainer falls back).
 
-:func:`shared_prompt_logps` returns None where nothing is shared (every prompt distinct): the plain pass is then as
-cheap and is what runs.
+:func:`shared_prompt_logps` returns None where nothing is shared (every prompt distinct, or a prompt of fewer than 2
+tokens: :func:`plain_reason` says which): the plain pass is then as cheap and is what runs, for that chunk only.
+
+Dropout: the plain pass draws one dropout mask per row over the whole row; here the G rows of a group would share the
+prompt pass's one mask over the prompt, another estimator than TRL's. Under active dropout (:func:`active_dropout`:
+a dropout module with ``p > 0`` in training mode, or a dropout rate in the model's config while it trains) the
+trainer runs the plain pass.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import torch
 from transformers import DynamicCache
 from transformers.modeling_layers import GradientCheckpointingLayer
 
-__all__ = ["PromptCache", "distinct_prompts", "other_cache_layers", "shared_prompt_logps"]
+__all__ = ["PromptCache", "active_dropout", "distinct_prompts", "other_cache_layers", "plain_reason",
+           "shared_prompt_logps"]
 
 ATTENTION_LAYERS = ("DynamicLayer", "DynamicSlidingWindowLayer")
 """The cache layers a prompt cache is built from: attention keys and values, which rows can share and a tail
@@ -44,6 +50,51 @@ def other_cache_layers(config) -> list[str]:
     []
     """
     return sorted({type(layer).__name__ for layer in DynamicCache(config=config).layers} - set(ATTENTION_LAYERS))
+
+
+def active_dropout(model, training: bool | None = None) -> str | None:
+    """The dropout a forward of ``model`` would apply (None: none): ``nn.Dropout`` modules with ``p > 0`` (e.g.
+    LoRA's ``lora_dropout``) and the model config's dropout rates (e.g. ``attention_dropout``, applied functionally
+    in training mode). ``training`` None: as each module is now; True: as it will be in training.
+
+    >>> from transformers import Qwen3Config, Qwen3ForCausalLM
+    >>> model = Qwen3ForCausalLM(Qwen3Config(num_hidden_layers=1, hidden_size=8, intermediate_size=8,
+    ...                                      num_attention_heads=2, num_key_value_heads=1, head_dim=4,
+    ...                                      vocab_size=16, attention_dropout=0.1))
+    >>> active_dropout(model.eval()), active_dropout(model.train())
+    (None, 'attention_dropout 0.1')
+    """
+    found = {}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0 and (
+                module.training if training is None else training):
+            parts = name.split(".")
+            label = next((part for part in reversed(parts) if "dropout" in part), parts[-1] or "dropout")
+            found.setdefault(f"{label} {module.p:g}", None)
+    inner = getattr(model, "module", model)  # DDP
+    if (inner.training if training is None else training) and getattr(inner, "config", None) is not None:
+        configs = [inner.config, *(value for value in vars(inner.config).values()
+                                   if hasattr(value, "to_dict") and hasattr(value, "model_type"))]  # text_config
+        for config in configs:
+            for key, value in vars(config).items():
+                if (key.endswith("dropout") or key.endswith("pdrop")) and not isinstance(value, bool) and \
+                        isinstance(value, int | float) and value > 0:
+                    found.setdefault(f"{key} {value:g}", None)
+    return ", ".join(found) or None
+
+
+def plain_reason(input_ids: torch.Tensor, logits_to_keep: int, num_distinct: int) -> str | None:
+    """Why a chunk of ``input_ids`` rows with ``num_distinct`` distinct prompts runs the plain pass (None: it is
+    shared).
+
+    >>> plain_reason(torch.zeros(4, 10), 6, 2), plain_reason(torch.zeros(4, 10), 6, 4)
+    (None, 'every prompt distinct')
+    """
+    if input_ids.size(1) - logits_to_keep < 2:
+        return "prompt shorter than 2 tokens"
+    if num_distinct == input_ids.size(0):
+        return "every prompt distinct"
+    return None
 
 
 class PromptCache(DynamicCache):
@@ -109,8 +160,9 @@ def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tup
 
 
 def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
-                        compute_entropy: bool = False,
-                        prompt_model=None) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+                        compute_entropy: bool = False, prompt_model=None,
+                        prompts: tuple[torch.Tensor, torch.Tensor] | None = None,
+                        ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
     """Per-token log-probs (and entropies) of the last ``logits_to_keep`` tokens of each row, each distinct prompt
     run once; None when no prompt is shared.
 
@@ -118,11 +170,12 @@ def shared_prompt_logps(model, input_ids: torch.Tensor, attention_mask: torch.Te
     ``trl.trainer.utils.add_fused_lm_head``) and a ``past_key_values`` cache; ``input_ids`` / ``attention_mask`` are
     the plain pass's ``[prompt, completion]`` rows, prompts left-padded to one length. ``prompt_model`` (default
     ``model``) runs the prompt pass: the module inside a DDP wrapper, so that DDP sees one forward per backward.
+    ``prompts``: :func:`distinct_prompts` of the rows' prompts where already computed.
     """
     prompt_len = input_ids.size(1) - logits_to_keep
     prompt_ids, prompt_mask = input_ids[:, :prompt_len], attention_mask[:, :prompt_len]
-    first, inverse = distinct_prompts(prompt_ids, prompt_mask)
-    if first.numel() == input_ids.size(0) or prompt_len < 2:
+    first, inverse = prompts if prompts is not None else distinct_prompts(prompt_ids, prompt_mask)
+    if plain_reason(input_ids, logits_to_keep, first.numel()) is not None:
         return None
     prompt_model = prompt_model or model
     cache = PromptCache(config=prompt_model.config)

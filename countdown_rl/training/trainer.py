@@ -23,6 +23,11 @@ Our hooks call TRL for everything they do not change:
    ``completion_budget`` metric. The in-training evaluation uses the budget of the current step.
 5. Data order: ``_get_train_sampler`` wraps TRL's sampler (:mod:`countdown_rl.training.sampling`) so that a run
    resumed in epoch 1 or later trains on that epoch's order, as the uninterrupted run does (stock TRL's order).
+6. Log-prob passes: ``_get_per_token_logps_and_entropies`` runs each of TRL's row chunks prompt-once
+   (:mod:`countdown_rl.training.shared_prompt`) where the run is set to (``shared_prompt_forward``; unset,
+   :func:`prompt_once_default` decides by the measured rows) and it is exact (no active dropout, no router loss, no
+   images); a chunk that shares no prompt runs TRL's plain pass on its own. Each chunk is counted (rows, distinct
+   prompts, why plain) for the run record (:class:`LogProbPassRecord`).
 
 These hooks are private in TRL, so trl is pinned exactly and ``tests/training/test_trl_pin.py`` (every private
 TRL / transformers name the package touches, all of them under :mod:`countdown_rl.training`) plus the parity tests
@@ -36,18 +41,20 @@ from __future__ import annotations
 import logging
 
 import torch
+from transformers import TrainerCallback
 from trl import GRPOTrainer
 
 from countdown_rl.algorithms import grpo as grpo
 from countdown_rl.algorithms.curriculum import BUDGET_COLUMN
 from countdown_rl.evaluation.sharding import padded_shard  # noqa: F401  (its import path before this module split)
 from countdown_rl.runs.engine import enable_fsdp2_on_cpu
-from countdown_rl.runs.record import RunRecord
+from countdown_rl.runs.record import RunRecord, update_extra
 from countdown_rl.tasks import Outcome
 from countdown_rl.training import evaluation, rollouts, sampling, shared_prompt
 from countdown_rl.training.config import HYBRID_LOSS_TYPES, CountdownGRPOConfig
 
-__all__ = ["PER_COMPLETION_KEYS", "CountdownGRPOConfig", "CountdownGRPOTrainer", "full_batch_scale"]
+__all__ = ["PER_COMPLETION_KEYS", "PROMPT_ONCE_MEASURED", "CountdownGRPOConfig", "CountdownGRPOTrainer",
+           "LogProbPassRecord", "full_batch_scale", "prompt_once_default"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +69,62 @@ MULTIMODAL_KEYS = frozenset({"pixel_values", "image_grid_thw", "num_images", "pi
 # local tokens, or the generation batch's token count (carried in the inputs, unchanged by a row subset)
 _PER_ROW = frozenset({"grpo", "sapo", "luspo", "dr_grpo"})
 _PER_LOCAL_TOKEN = frozenset({"bnpo"})
+
+
+# The measured rows that decide shared_prompt_forward's default (benchmarks/RESULTS.md, "Prompt-once training
+# passes"): the training part's time, plain / prompt-once, over the same rollouts. On where every row gained.
+PROMPT_ONCE_MEASURED = {
+    "cpu": "1.34-3.61x (SmolLM2-135M, the tiny and a 1.7B-shaped Qwen3)",
+    "gpu, gradient checkpointing": "1.05-1.12x (H200, Qwen3-1.7B, 256 and 1024-token completions)",
+    "gpu, no gradient checkpointing": "0.94-0.98x (H200, Qwen3-1.7B, 256-token completions)",
+    "gpu, lora": "0.82-0.92x (H200, Qwen3-1.7B, LoRA r16, with gradient checkpointing)",
+}
+
+
+def prompt_once_default(device_type: str, *, lora: bool, gradient_checkpointing: bool) -> tuple[bool, str]:
+    """``shared_prompt_forward`` unset: on only where a measured row shows a gain (:data:`PROMPT_ONCE_MEASURED`),
+    and why.
+
+    >>> prompt_once_default("cpu", lora=True, gradient_checkpointing=False)[0]
+    True
+    >>> on, why = prompt_once_default("cuda", lora=False, gradient_checkpointing=False); on, why[:55]
+    (False, 'default off on a GPU without gradient checkpointing: pr')
+    """
+    if device_type == "cpu":
+        row, on = "cpu", True
+    elif device_type != "cuda":
+        return False, f"default off on {device_type}: prompt-once is not measured there"
+    elif lora:
+        row, on = "gpu, lora", False
+    elif not gradient_checkpointing:
+        row, on = "gpu, no gradient checkpointing", False
+    else:
+        row, on = "gpu, gradient checkpointing", True
+    where = {"cpu": "on the CPU", "gpu, lora": "on a GPU with LoRA",
+             "gpu, no gradient checkpointing": "on a GPU without gradient checkpointing",
+             "gpu, gradient checkpointing": "on a GPU with gradient checkpointing"}[row]
+    figure, setting = PROMPT_ONCE_MEASURED[row].split(" ", 1)
+    return on, f"default {'on' if on else 'off'} {where}: prompt-once measured {figure} the plain pass {setting}"
+
+
+class LogProbPassRecord(TrainerCallback):
+    """Keeps the run record's ``extra.log_prob_pass`` / ``log_prob_passes`` to what the log-prob passes ran (at each
+    checkpoint and at the end; the record is written before training, when nothing has run yet)."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+
+    def _update(self, args) -> None:
+        trainer = self.trainer
+        if trainer.accelerator.is_main_process and trainer._log_prob_counts:
+            update_extra(args.output_dir, log_prob_pass=trainer.log_prob_pass,
+                         log_prob_passes=trainer.log_prob_passes)
+
+    def on_save(self, args, state, control, **kwargs):
+        self._update(args)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._update(args)
 
 
 def full_batch_scale(loss_type: str, kept_mask: torch.Tensor, full_mask: torch.Tensor) -> torch.Tensor | float:
@@ -93,9 +156,11 @@ class CountdownGRPOTrainer(GRPOTrainer):
         # same pass up to float rounding)
         if not isinstance(self.args, CountdownGRPOConfig):
             self.args = CountdownGRPOConfig.from_trl(self.args)
-        if self.args.shared_prompt_forward and getattr(self.args, "_shared_prompt_given", False):
-            reason = self._plain_pass_reason()  # asked for explicitly: a run that cannot do it refuses
-            if reason is not None:
+        self._log_prob_counts: dict = {}  # what each log-prob pass ran (log_prob_passes)
+        self._log_prob_said: set[str] = set()  # the reasons for a plain pass already logged
+        if self.args.shared_prompt_forward is True:
+            reason = self._plain_pass_reason() or self._dropout_reason(self.model, training=True)
+            if reason is not None:  # asked for explicitly: a run that cannot do it refuses
                 raise ValueError(f"shared_prompt_forward: true cannot run here: {reason}; leave it unset (the plain "
                                  "pass then runs and the run record says why) or set it false")
         self.task = task
@@ -107,6 +172,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self.add_callback(rollouts.WarmUpCallback(self))
         if self.use_vllm:  # vLLM's CPU backend needs its own weight sync (generation.vllm_sync); said once
             logger.info("vLLM weight sync: %s", rollouts.use_cpu_weight_sync(self.vllm_generation))
+        self.add_callback(LogProbPassRecord(self))
 
     @property
     def _compiled_generation(self):
@@ -281,17 +347,30 @@ class CountdownGRPOTrainer(GRPOTrainer):
         memo = self._loss_forward
         if memo:  # hybrid's second TRL pass: the first's forward
             return memo[0]
-        result = None
-        if self.args.shared_prompt_forward and self._can_share_prompts(compute_aux_loss, multimodal):
+        reason = self._pass_plain_reason(model, compute_aux_loss, multimodal)
+        if reason is None:
             result = self._shared_prompt_pass(model, input_ids, attention_mask, logits_to_keep, batch_size,
                                               compute_entropy)
-        if result is None:
+        else:
             result = super()._get_per_token_logps_and_entropies(
                 model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
                 **multimodal)
+            for start in range(0, input_ids.size(0), batch_size or input_ids.size(0)):
+                rows = slice(start, start + (batch_size or input_ids.size(0)))
+                self._count_pass(input_ids[rows], attention_mask[rows], logits_to_keep, None, reason)
         if memo is not None:  # the loss's own forward (None: the old and reference log-probs)
             memo.append(result)
         return result
+
+    def _log_prob_choice(self) -> tuple[bool, str]:
+        """Whether the log-prob passes are set to run prompt-once, and why: the key, or the measured default
+        (:func:`prompt_once_default`)."""
+        flag = self.args.shared_prompt_forward
+        if flag is not None:
+            return flag, f"shared_prompt_forward: {str(flag).lower()}"
+        unwrapped = self.accelerator.unwrap_model(self.model)
+        return prompt_once_default(self.accelerator.device.type, lora=getattr(unwrapped, "peft_config", None)
+                                   is not None, gradient_checkpointing=bool(self.args.gradient_checkpointing))
 
     def _plain_pass_reason(self) -> str | None:
         """Why no log-prob pass of this run can be prompt-once (None: they can)."""
@@ -306,6 +385,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if self._other_cache_layers:
             return f"the model's cache holds {', '.join(self._other_cache_layers)}, not only attention layers"
         return None
+
+    @staticmethod
+    def _dropout_reason(model, training: bool | None = None) -> str | None:
+        dropout = shared_prompt.active_dropout(model, training)
+        if dropout is None:
+            return None
+        return (f"dropout is active ({dropout}): the rows of a group would share one mask over the prompt, where the "
+                "plain pass draws one per row")
 
     @property
     def rollouts(self) -> str:
@@ -324,41 +411,95 @@ class CountdownGRPOTrainer(GRPOTrainer):
     @property
     def log_prob_pass(self) -> str:
         """What the log-prob passes run, for the run record (``extra["log_prob_pass"]``): ``"prompt-once"``,
-        ``"plain"`` (the flag off) or ``"plain (why)"``."""
-        if not self.args.shared_prompt_forward:
-            return "plain"
-        reason = self._plain_pass_reason()
+        ``"plain"`` (the key false) or ``"plain (why)"``; once passes have run, what they ran:
+        ``"prompt-once in N of M micro-batches (plain: why)"`` where some ran plain, ``"plain (why)"`` where none
+        shared a prompt (counts: :attr:`log_prob_passes`)."""
+        on, why = self._log_prob_choice()
+        reason = None if not on else (self._plain_pass_reason()
+                                      or self._dropout_reason(self.model, training=True))
+        counts = [c for kind in self._log_prob_counts.values() for c in kind.values()]
+        shared = sum(c["micro_batches"] for key, kind in self._log_prob_counts.items()
+                     for name, c in kind.items() if name == "prompt-once")
+        total = sum(c["micro_batches"] for c in counts)
+        plain_why = sorted({w for kind in self._log_prob_counts.values() for w in kind.get("plain", {}).get("why", {})})
+        if total and shared == total:
+            return "prompt-once"
+        if total and shared:
+            return f"prompt-once in {shared} of {total} micro-batches (plain: {'; '.join(plain_why)})"
+        if total and on and reason is None:  # set to share, and no micro-batch did
+            return f"plain ({'; '.join(plain_why)})"
+        if not on:
+            return "plain" if self.args.shared_prompt_forward is False else f"plain ({why})"
         if reason is not None:
             return f"plain ({reason})"
         if self.aux_loss_enabled:
             return "prompt-once (the loss's own forward plain: a MoE router loss is computed over the whole rows)"
         return "prompt-once"
 
-    def _can_share_prompts(self, compute_aux_loss: bool, multimodal: dict) -> bool:
-        """Whether this pass can run prompt-once; where not, the plain pass runs and the log says why, once."""
+    @property
+    def log_prob_passes(self) -> dict:
+        """What the log-prob passes of this process ran since the trainer was built, for the run record
+        (``extra["log_prob_passes"]``): per pass kind (``loss``: the loss's forward, with gradients; ``no_grad``: the
+        old policy's and reference model's log-probs, the evaluation loss), per way (``prompt-once``, ``plain``), the
+        micro-batches, rows and distinct prompts, and for ``plain`` how many micro-batches ran it for each reason."""
+        return {kind: {way: {key: dict(value) if isinstance(value, dict) else value for key, value in c.items()}
+                       for way, c in ways.items()} for kind, ways in self._log_prob_counts.items()}
+
+    def _count_pass(self, input_ids, attention_mask, logits_to_keep, prompts, why: str | None) -> None:
+        """Count one micro-batch (chunk) of a log-prob pass: its rows, distinct prompts, and why it ran plain."""
+        prompt_len = input_ids.size(1) - logits_to_keep
+        if prompts is None and prompt_len > 0:
+            prompts = shared_prompt.distinct_prompts(input_ids[:, :prompt_len], attention_mask[:, :prompt_len])
+        distinct = prompts[0].numel() if prompts is not None else 1
+        kind = self._log_prob_counts.setdefault("loss" if torch.is_grad_enabled() else "no_grad", {})
+        way = "plain" if why is not None else "prompt-once"
+        counts = kind.setdefault(way, {"micro_batches": 0, "rows": 0, "distinct_prompts": 0})
+        counts["micro_batches"] += 1
+        counts["rows"] += input_ids.size(0)
+        counts["distinct_prompts"] += distinct
+        if why is not None:
+            reasons = counts.setdefault("why", {})
+            reasons[why] = reasons.get(why, 0) + 1
+
+    def _pass_plain_reason(self, model, compute_aux_loss: bool, multimodal: dict) -> str | None:
+        """Why this pass runs plain (None: prompt-once, chunk by chunk); a reason other than the setting is logged
+        once."""
+        on, why = self._log_prob_choice()
+        if not on:
+            return why
         reason = self._plain_pass_reason()
         if reason is None and compute_aux_loss:
             reason = "a MoE router loss is computed over the whole rows"
         elif reason is None and any(value is not None for value in multimodal.values()):
             reason = "multimodal inputs"
-        if reason and not getattr(self, "_shared_prompt_fallback_said", False):
+        elif reason is None:
+            reason = self._dropout_reason(model)
+        if reason and reason not in self._log_prob_said:
             logger.warning("shared_prompt_forward: the plain log-prob pass runs instead (%s)", reason)
-            self._shared_prompt_fallback_said = True
-        return reason is None
+            self._log_prob_said.add(reason)
+        return reason
 
     def _shared_prompt_pass(self, model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy):
-        """:func:`countdown_rl.training.shared_prompt.shared_prompt_logps` over TRL's row chunks; None: nothing
-        shared."""
+        """:func:`countdown_rl.training.shared_prompt.shared_prompt_logps` over TRL's row chunks; a chunk that
+        shares no prompt runs TRL's plain pass on its own (the chunks already computed are kept)."""
         batch_size = batch_size or input_ids.size(0)
         inner = getattr(model, "module", model)  # DDP's module: the prompt pass is not a forward DDP must see
+        prompt_len = input_ids.size(1) - logits_to_keep
         logps, entropies = [], []
         for start in range(0, input_ids.size(0), batch_size):
             rows = slice(start, start + batch_size)
-            with self.accelerator.autocast():
-                chunk = shared_prompt.shared_prompt_logps(model, input_ids[rows], attention_mask[rows],
-                                                          logits_to_keep, compute_entropy, prompt_model=inner)
-            if chunk is None:
-                return None
+            ids, mask = input_ids[rows], attention_mask[rows]
+            prompts = (shared_prompt.distinct_prompts(ids[:, :prompt_len], mask[:, :prompt_len])
+                       if prompt_len > 0 else None)
+            why = shared_prompt.plain_reason(ids, logits_to_keep, prompts[0].numel() if prompts else 1)
+            if why is None:
+                with self.accelerator.autocast():
+                    chunk = shared_prompt.shared_prompt_logps(model, ids, mask, logits_to_keep, compute_entropy,
+                                                              prompt_model=inner, prompts=prompts)
+            else:  # TRL's plain pass over this chunk alone
+                chunk = super()._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep, None,
+                                                                   compute_entropy)
+            self._count_pass(ids, mask, logits_to_keep, prompts, why)
             logps.append(chunk[0])
             entropies.append(chunk[1])
         return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None

@@ -218,3 +218,108 @@ def test_the_run_record_says_which_log_prob_pass_ran(tiny_model_dir, tmp_path):
                              gradient_checkpointing=True, gradient_checkpointing_kwargs={"use_reentrant": True})
     assert (default.log_prob_pass, off.log_prob_pass) == ("prompt-once", "plain")
     assert reentrant.log_prob_pass.startswith("plain (reentrant gradient checkpointing")
+
+
+def test_active_dropout_names_what_would_fire(tiny_model_dir):
+    """A dropout module with p > 0 counts in training mode (LoRA's lora_dropout), a config's rate while the model
+    trains (attention_dropout, applied functionally); nothing fires in eval mode."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig
+
+    from countdown_rl.training.shared_prompt import active_dropout
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    assert active_dropout(model.train()) is None  # the tiny Qwen3 has attention_dropout 0
+    lora = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj"], lora_dropout=0.05))
+    assert (active_dropout(lora.train()), active_dropout(lora.eval())) == ("lora_dropout 0.05", None)
+    assert active_dropout(lora.eval(), training=True) == "lora_dropout 0.05"  # as it will be when it trains
+    config = AutoConfig.from_pretrained(tiny_model_dir, attention_dropout=0.1)
+    attention = AutoModelForCausalLM.from_config(config)
+    assert (active_dropout(attention.train()), active_dropout(attention.eval())) == ("attention_dropout 0.1", None)
+
+
+def test_under_active_dropout_the_plain_pass_runs_and_true_refuses(tiny_model_dir, tmp_path):
+    """Prompt-once would give the G rows of a group one dropout mask over the prompt (the plain pass draws one per
+    row): with lora_dropout 0.05 the default runs the plain pass, the same update as the flag off bit for bit (the
+    same draws), the record says why; asked for with true, the trainer refuses."""
+    from peft import LoraConfig
+
+    lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], lora_dropout=0.05)
+    runs = {}
+    for flag in (False, None):
+        trainer = tiny_trainer(tiny_model_dir, tmp_path / str(flag), task=None, peft_config=lora,
+                               shared_prompt_forward=flag, optim="sgd", learning_rate=0.1)
+        trainer.train()
+        runs[flag] = trainer
+    for off, on in zip(runs[False].model.parameters(), runs[None].model.parameters(), strict=True):
+        assert torch.equal(on, off)
+    ran = runs[None].log_prob_passes["loss"]
+    assert set(ran) == {"plain"} and list(ran["plain"]["why"]) == [
+        "dropout is active (lora_dropout 0.05): the rows of a group would share one mask over the prompt, where "
+        "the plain pass draws one per row"]
+    assert runs[None].log_prob_pass.startswith("plain (dropout is active (lora_dropout 0.05)")
+    with pytest.raises(ValueError, match=r"^shared_prompt_forward: true cannot run here: dropout is active "
+                                         r"\(lora_dropout 0.05\)"):
+        tiny_trainer(tiny_model_dir, tmp_path / "asked", task=None, peft_config=lora, shared_prompt_forward=True)
+
+
+def test_a_chunk_that_shares_nothing_runs_plain_alone_and_the_others_are_kept(tiny_model_dir, tmp_path):
+    """Two chunks of 4 rows: the first holds 2 prompts twice each (prompt-once: a prompt pass and a tail pass), the
+    second 4 distinct prompts (TRL's plain pass on it alone): 3 forwards, not the 2 + 2 of a rerun of the whole pass
+    plain; log-probs and gradients equal TRL's plain pass over both chunks; the counts say what ran and why."""
+    from trl import GRPOTrainer
+
+    trainer = tiny_trainer(tiny_model_dir, tmp_path, task=None)
+    model = trainer.model
+    input_ids, attention_mask, completion_mask = _micro_batch("grouped")  # rows 4k..4k+3: prompt k
+    rows = [0, 1, 4, 5] + [2, 6, 10, 14]  # prompts 0, 0, 1, 1 | 0, 1, 2, 3
+    ids, mask, completion = input_ids[rows], attention_mask[rows], completion_mask[rows]
+    plain = GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, ids, mask, COMPLETION_LEN, batch_size=4)
+    plain_grads = _grads(model, plain[0], completion)
+    forwards = []
+    model.register_forward_pre_hook(lambda module, args: forwards.append(1))
+    logps, _, _ = trainer._get_per_token_logps_and_entropies(model, ids, mask, COMPLETION_LEN, batch_size=4)
+    assert len(forwards) == 3
+    mask_ = completion.bool()
+    torch.testing.assert_close(logps[mask_], plain[0][mask_].detach(), rtol=0, atol=1e-5)
+    for plain_grad, grad in zip(plain_grads, _grads(model, logps, completion), strict=True):
+        torch.testing.assert_close(grad, plain_grad, rtol=1e-4, atol=1e-5)
+    assert trainer.log_prob_passes == {"loss": {
+        "prompt-once": {"micro_batches": 1, "rows": 4, "distinct_prompts": 2},
+        "plain": {"micro_batches": 1, "rows": 4, "distinct_prompts": 4, "why": {"every prompt distinct": 1}}}}
+    assert trainer.log_prob_pass == "prompt-once in 1 of 2 micro-batches (plain: every prompt distinct)"
+
+
+def test_the_run_record_says_what_the_passes_ran_with_counts(tiny_model_dir, tmp_path):
+    """The record written before training says the setting; at the end it says what ran: 2 steps x 8 rows, 2
+    prompts a step, every micro-batch prompt-once. A run where no micro-batch shared says plain, and why."""
+    from countdown_rl.runs.record import RunRecord, read_run_record, write_run_record
+
+    trainer = tiny_trainer(tiny_model_dir, tmp_path / "run", task=None)
+    write_run_record(tmp_path / "run", RunRecord(extra={"log_prob_pass": trainer.log_prob_pass}))
+    trainer.train()
+    extra = read_run_record(tmp_path / "run").extra
+    assert extra["log_prob_pass"] == "prompt-once"
+    assert extra["log_prob_passes"] == {"loss": {"prompt-once": {"micro_batches": 2, "rows": 16,
+                                                                 "distinct_prompts": 4}}}
+    lone = tiny_trainer(tiny_model_dir, tmp_path / "lone", task=None)
+    input_ids, attention_mask, _ = _micro_batch("all_distinct")
+    with torch.no_grad():
+        lone._get_per_token_logps_and_entropies(lone.model, input_ids, attention_mask, COMPLETION_LEN)
+    assert lone.log_prob_pass == "plain (every prompt distinct)"
+    assert lone.log_prob_passes["no_grad"]["plain"]["why"] == {"every prompt distinct": 1}
+
+
+@pytest.mark.parametrize(("device", "lora", "checkpointing", "on"), [
+    ("cpu", False, False, True), ("cpu", True, True, True),  # every CPU row gained (1.34-3.61x)
+    ("cuda", False, True, True),  # H200, full fine-tuning with checkpointing: 1.05-1.12x
+    ("cuda", False, False, False),  # without checkpointing: 0.94-0.98x
+    ("cuda", True, True, False),  # LoRA (with checkpointing): 0.82-0.92x
+    ("mps", False, True, False),  # not measured
+])
+def test_the_default_is_on_only_where_a_measured_row_gained(device, lora, checkpointing, on):
+    """The trainer passes its device type (CUDA cannot run here: the choice is a function of it)."""
+    from countdown_rl.training.trainer import prompt_once_default
+
+    chosen, why = prompt_once_default(device, lora=lora, gradient_checkpointing=checkpointing)
+    assert chosen is on and why.startswith(f"default {'on' if on else 'off'} ")
