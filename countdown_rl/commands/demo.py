@@ -31,8 +31,18 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--output_dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
-    p.add_argument("--algorithm", choices=list(ALGORITHMS), default=d.algorithm, help="RL algorithm (default grpo)")
+    p.add_argument("--algorithm", choices=list(ALGORITHMS), nargs="+", default=[d.algorithm],
+                   help="RL algorithm (default grpo); several (e.g. grpo dr_grpo) run side by side from the same SFT "
+                   "model, as with --seeds")
     p.add_argument("--seed", type=int, default=d.seed, help=f"seed of puzzles, model and training (default {d.seed})")
+    p.add_argument("--seeds", type=int, nargs="+", metavar="S",
+                   help="several seeds at once: one process per seed (and per --algorithm) in <output_dir>/seed-S, "
+                   "then the combined table (each run's before/after, McNemar p and best target-blind rule; the mean "
+                   "and spread) in <output_dir>/seeds.md")
+    p.add_argument("--jobs", type=int,
+                   help="with --seeds or several --algorithm: processes at once (default: all); each gets "
+                   "cores // jobs torch threads, and they share the GPU")
+    p.add_argument("--num_threads", type=int, help=f"torch CPU threads (default {d.num_threads})")
     p.add_argument("--sft_steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
     p.add_argument("--trace", choices=TRACES, default=d.trace,
                    help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
@@ -67,7 +77,9 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         config = pretrained_config(args.model_name_or_path, quick=args.quick, lora=args.lora)
     else:
         config = quick_config() if args.quick else DemoConfig()
-    overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm, "seed": args.seed,
+    if len(args.algorithm) > 1 or args.seeds:
+        raise ValueError("several runs (--seeds, or several --algorithm values) are run by main, one config each")
+    overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm[0], "seed": args.seed,
                                  "trace": args.trace, "resume": args.resume}
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
@@ -76,7 +88,9 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
     overrides["puzzles"] = replace(config.puzzles, sampling=args.sampling)
     if args.num_eval is not None:
         overrides["puzzles"] = replace(overrides["puzzles"], num_eval=args.num_eval)
-    for key in ("sft_steps", "max_steps"):
+    if args.num_threads is not None:
+        overrides["num_threads"] = args.num_threads
+    for key in ("sft_steps", "max_steps", "num_threads"):
         if overrides.get(key, 1) <= 0:
             raise ValueError(f"--{key} must be positive")
     if args.num_eval is not None and args.num_eval <= 0:
@@ -84,10 +98,88 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
     return replace(config, **overrides)
 
 
+# Set per run by --seeds (and several --algorithm values): not passed on as they were given.
+PER_RUN = {"help", "seeds", "jobs", "seed", "algorithm", "output_dir", "num_threads", "resume"}
+
+
+def child_argv(parser: argparse.ArgumentParser, args: argparse.Namespace, **per_run: Any) -> list[str]:
+    """The arguments of one run of several: every option given that is not set per run (:data:`PER_RUN`), then
+    ``per_run``'s (``--name value``).
+
+    >>> p = build_parser()
+    >>> child_argv(p, p.parse_args(["--quick", "--seeds", "1", "2", "--max_steps", "3"]), seed=1)
+    ['--max_steps', '3', '--quick', '--seed', '1']
+    """
+    out: list[str] = []
+    for action in parser._actions:
+        if action.dest in PER_RUN or not action.option_strings:
+            continue
+        value = getattr(args, action.dest, None)
+        if value is None or value == action.default:
+            continue
+        flag = action.option_strings[0]
+        if isinstance(action, argparse._StoreTrueAction):
+            out.append(flag)
+        elif isinstance(value, bool):  # a --x / --no_x switch
+            out.append(flag if value else action.negative[0])
+        elif isinstance(value, list):
+            out += [flag, *map(str, value)]
+        else:
+            out += [flag, str(value)]
+    for key, value in per_run.items():
+        out += [f"--{key}", str(value)]
+    return out
+
+
+def run_several(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> int:
+    """``--seeds`` (or several ``--algorithm`` values): one demo process per (seed, algorithm), then the combined
+    table (:mod:`countdown_rl.demo.seeds`)."""
+    from countdown_rl.demo import seeds as several
+
+    if any(arg == "--seed" or arg.startswith("--seed=") for arg in argv) and args.seeds:
+        parser.error("--seed and --seeds: give one of them")
+    seeds = args.seeds or [args.seed]
+    try:
+        runs = several.plan_runs(args.output_dir, seeds, args.algorithm, lambda *_: ())
+    except ValueError as err:
+        parser.error(str(err))
+    jobs = len(runs) if args.jobs is None else args.jobs
+    if jobs <= 0:
+        parser.error("--jobs must be positive")
+    threads = several.threads_per_run(min(jobs, len(runs))) if args.num_threads is None else args.num_threads
+    runs = several.plan_runs(args.output_dir, seeds, args.algorithm, lambda seed, algorithm, folder: child_argv(
+        parser, args, seed=seed, algorithm=algorithm, output_dir=folder, num_threads=threads))
+    for run in runs:  # every run's settings checked before any starts
+        try:
+            config_from_args(parser.parse_args(list(run.argv)))
+        except ValueError as err:
+            parser.error(f"{run.label}: {err}")
+    print(f"{len(runs)} demo runs ({', '.join(args.algorithm)} x seeds {', '.join(map(str, seeds))}), {jobs} at "
+          f"once, {threads} torch thread(s) each -> {args.output_dir}", flush=True)
+    try:
+        codes = several.run_all(runs, jobs=jobs, resume=args.resume,
+                                env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    except ValueError as err:
+        return fail(PROG, err)
+    combined = several.combine(runs)
+    table = several.write_combined(args.output_dir, combined)
+    print(f"\n== {len(combined['runs'])} of {len(runs)} runs (strict Countdown accuracy, greedy, held-out puzzles; "
+          f"the same puzzles before and after in each run) ==\n{combined['table']}")
+    if combined["missing"]:
+        print(f"no results from: {', '.join(combined['missing'])} (see each seed folder's <algorithm>.log)")
+    print(f"files: {table}, {table.with_suffix('.json')}")
+    return several.exit_code(codes)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``countdown-rl demo``; returns the exit code."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    if args.seeds or len(args.algorithm) > 1:
+        return run_several(parser, args, argv)
+    if args.jobs is not None:
+        parser.error("--jobs: only with --seeds or several --algorithm values")
     try:
         config = config_from_args(args)
     except ValueError as err:

@@ -1,6 +1,7 @@
 """``countdown-rl sweep SPEC.yaml``: run a sweep's runs one after another, resumable; or write its SLURM job array.
 
     countdown-rl sweep spec.yaml               # every run, one after another (finished ones skipped)
+    countdown-rl sweep spec.yaml --jobs 3      # up to 3 runs at once on this machine (sharing its GPU and cores)
     countdown-rl sweep spec.yaml --dry_run     # the run table (index, name, state, folder); nothing runs
     countdown-rl sweep spec.yaml --index 3     # run 3 only (what each SLURM array task runs)
     countdown-rl sweep spec.yaml --slurm       # write <output_root>/sweep.sbatch (add --submit to sbatch it)
@@ -42,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--submit", action="store_true", help="with --slurm: submit the script with sbatch")
     p.add_argument("--report", action="store_true", help="after the runs, write the report to <output_root>/report")
     p.add_argument("--verbose", action="store_true", help="echo each run's whole output (it is always in train.log)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="runs at once on this machine (default 1); they share its GPU, and its cores: each run gets "
+                   "cores // jobs OpenMP threads unless OMP_NUM_THREADS is set")
     return p
 
 
@@ -51,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.submit and not args.slurm:
         return fail(PROG, "--submit: only with --slurm")
+    if args.jobs < 1:
+        return fail(PROG, f"--jobs must be positive, got {args.jobs}")
+    if args.jobs > 1 and (args.slurm or args.dry_run):
+        return fail(PROG, "--jobs: only when the runs run here (not with --slurm or --dry_run)")
     from countdown_rl.sweeps.runner import run_local, write_slurm
     from countdown_rl.sweeps.spec import SweepError, prepare, run_state
 
@@ -76,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         if shutil.which("sbatch") is None:
             return fail(PROG, f"--submit: sbatch is not on PATH (the script is written: {script})")
         return subprocess.call(["sbatch", str(script)])
-    code = run_local(spec, runs, only=args.index, echo=args.verbose)
+    try:
+        code = run_local(spec, runs, only=args.index, echo=args.verbose, jobs=args.jobs)
+    except ValueError as err:
+        return fail(PROG, str(err))
     if args.report and code != 75:
         from countdown_rl.sweeps.report import write_sweep_report
 

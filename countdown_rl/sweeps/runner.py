@@ -5,7 +5,9 @@
    unfinished one resumes from its newest complete checkpoint, a failed one is recorded with its error in its
    ``sweep_run.json`` and the sweep goes on. Each run's output is appended to ``<run>/train.log``; the
    console shows ``[sweep i/n name] step k/N ...``. A signal (SIGTERM, SIGINT, SIGUSR1) is passed to the run in
-   flight, which saves a checkpoint; the sweep then stops with exit code 75, like ``train``.
+   flight, which saves a checkpoint; the sweep then stops with exit code 75, like ``train``. With ``jobs`` > 1, up to
+   that many runs at once on this machine (one GPU or the CPU shared: each run gets ``cores // jobs`` OpenMP
+   threads unless ``OMP_NUM_THREADS`` is set); a signal goes to every run in flight, and no new one starts.
 2. Or on a cluster (:func:`slurm_script`): a SLURM job array, one task per run, each running
    ``srun countdown-rl sweep SPEC --index $SLURM_ARRAY_TASK_ID`` (through ``accelerate launch`` when the spec names
    an ``accelerate_config``). The task is a job step (``srun``) because SLURM sends ``--signal`` to job steps, not to
@@ -22,7 +24,9 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +37,7 @@ from countdown_rl.sweeps.spec import RUN_RECIPE, RUN_STATUS, SweepRun, SweepSpec
 
 RUN_LOG = "train.log"
 SBATCH_FILE = "sweep.sbatch"
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)  # passed on to the runs, which save a checkpoint
 PROGRESS_ENV = "COUNTDOWN_RL_SWEEP_RUN"
 """Set by the sweep for each run (``i/n name``): ``countdown-rl train`` then prints one short progress line per
 logging step, prefixed ``[sweep i/n name]``."""
@@ -59,15 +64,18 @@ def _last_error(lines: Sequence[str]) -> str:
     return (errors[-1] if errors else tail[-1] if tail else "no output").strip()
 
 
-def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
-            echo: bool = False) -> tuple[int, list[str]]:
+def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None, echo: bool = False,
+            started: Callable[[subprocess.Popen], None] | None = None,
+            env: dict[str, str] | None = None) -> tuple[int, list[str]]:
     """Run (or resume) one run in a child process; its output is appended to ``<run>/train.log``. Returns the exit
     code and the output's last lines. A signal to this process is passed on to the child, which saves a
     checkpoint and exits 75; a child that a signal killed before it could handle one (SLURM signals every process
     of a job step, the child included, also while it starts) counts as interrupted (75): it resumes from its newest
-    complete checkpoint, if any."""
+    complete checkpoint, if any. ``started`` (several runs at once): called with the child process, and the caller
+    passes the signals on (only the main thread may handle them); ``env`` replaces this process's environment."""
     run.output_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, PROGRESS_ENV: f"{run.index + 1}/{total} {run.name}", "PYTHONUNBUFFERED": "1"}
+    env = {**(os.environ if env is None else env), PROGRESS_ENV: f"{run.index + 1}/{total} {run.name}",
+           "PYTHONUNBUFFERED": "1"}
     recent: deque[str] = deque(maxlen=200)  # the output's tail, for the error line of a failed run
     with open(run.output_dir / RUN_LOG, "a", encoding="utf-8") as log:
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(train_command(run, accelerate_config))}\n")
@@ -75,15 +83,16 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
         child = subprocess.Popen(train_command(run, accelerate_config), stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True, env=env, errors="replace")
         forwarded = {}
-        received = []
 
         def forward(signum, _frame):
-            received.append(signum)
             if child.poll() is None:
                 child.send_signal(signum)
 
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
-            forwarded[sig] = signal.signal(sig, forward)
+        if started is not None:
+            started(child)
+        else:
+            for sig in FORWARDED:
+                forwarded[sig] = signal.signal(sig, forward)
         try:
             for line in child.stdout:
                 log.write(line)
@@ -94,7 +103,7 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
                 elif progress >= 0:
                     print(line[progress:], end="", flush=True)
             code = child.wait()
-            if code < 0 and (-code in received or -code in forwarded):
+            if code < 0 and -code in FORWARDED:
                 recent.append(f"stopped by {signal.Signals(-code).name} before it could save a checkpoint")
                 code = EXIT_INTERRUPTED
             return code, list(recent)
@@ -105,35 +114,102 @@ def run_one(run: SweepRun, total: int, *, accelerate_config: str | None = None,
                 child.kill()
 
 
+def _run_recorded(spec: SweepSpec, run: SweepRun, total: int, echo: bool, **how) -> str:
+    """Run (or skip, or resume) one run and record its status; returns ``finished``, ``skipped``, ``interrupted`` or
+    ``failed``. ``how`` goes to :func:`run_one`."""
+    head = f"[sweep {run.index + 1}/{total} {run.name}]"
+    state = run_state(run)
+    if state == "finished":
+        print(f"{head} finished before: skipped", flush=True)  # its sweep_run.json (time taken) is kept
+        return "skipped"
+    print(f"{head} {'resuming' if state != 'new' else 'starting'} -> {run.output_dir}", flush=True)
+    started = time.time()
+    record_status(run, state="running", started=started)
+    code, lines = run_one(run, total, accelerate_config=spec.accelerate_config, echo=echo, **how)
+    seconds = round(time.time() - started, 1)
+    if code == 0:
+        record_status(run, state="finished", seconds=seconds)
+        print(f"{head} finished in {seconds:.0f} s", flush=True)
+        return "finished"
+    if code == EXIT_INTERRUPTED or run_state(run) == "interrupted":  # accelerate's launcher exits 1, not 75
+        record_status(run, state="interrupted", seconds=seconds, returncode=code)
+        print(f"{head} interrupted (checkpoint saved); rerun the same command to go on", flush=True)
+        return "interrupted"
+    error = _last_error(lines)
+    record_status(run, state="failed", seconds=seconds, returncode=code, error=error)
+    print(f"{head} failed (exit {code}): {error}; see {run.output_dir / RUN_LOG}", flush=True)
+    return "failed"
+
+
+def _run_concurrently(spec: SweepSpec, chosen: Sequence[SweepRun], total: int, echo: bool,
+                      jobs: int) -> dict[str, str]:
+    """Up to ``jobs`` runs at once, each in a thread that waits on its child; this (main) thread passes a signal to
+    every child in flight and starts no new run after one. Returns each run's outcome by name."""
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))  # the cores split between runs
+    children: list[subprocess.Popen] = []
+    outcomes: dict[str, str] = {}
+    stopped: list[int] = []
+    lock = threading.Lock()
+
+    def started(child):
+        with lock:
+            children.append(child)
+        if stopped:  # a signal came while this child was starting
+            child.send_signal(stopped[0])
+
+    def forward(signum, _frame):
+        stopped.append(signum)
+        with lock:
+            live = [child for child in children if child.poll() is None]
+        for child in live:
+            child.send_signal(signum)
+
+    def work(run):
+        outcomes[run.name] = _run_recorded(spec, run, total, echo, started=started, env=env)
+
+    handlers = {sig: signal.signal(sig, forward) for sig in FORWARDED}
+    threads: list[threading.Thread] = []
+    try:
+        queue = list(chosen)
+        while queue or any(t.is_alive() for t in threads):
+            threads = [t for t in threads if t.is_alive()]
+            while queue and not stopped and len(threads) < jobs:
+                thread = threading.Thread(target=work, args=(queue.pop(0),), daemon=True)
+                thread.start()
+                threads.append(thread)
+            if stopped:
+                queue.clear()
+            time.sleep(0.2)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    return outcomes
+
+
 def run_local(spec: SweepSpec, runs: Sequence[SweepRun], *, only: Sequence[int] | None = None,
-              echo: bool = False) -> int:
-    """Run the runs one after another (``only``: these indices); returns 0, 1 (some run failed) or 75 (stopped by a
-    signal; rerun the same command to go on)."""
+              echo: bool = False, jobs: int = 1) -> int:
+    """Run the runs (``only``: these indices), one after another or ``jobs`` at once; returns 0, 1 (some run failed)
+    or 75 (stopped by a signal; rerun the same command to go on)."""
+    if jobs < 1:
+        raise ValueError(f"--jobs must be positive, got {jobs}")
+    if jobs > 1 and spec.accelerate_config:
+        raise ValueError(f"--jobs {jobs}: the runs of {spec.path} go through accelerate_config, each on every GPU it "
+                         "names; run them one at a time (or with --slurm)")
     chosen = [r for r in runs if only is None or r.index in only]
-    failed = []
-    for run in chosen:
-        head = f"[sweep {run.index + 1}/{len(runs)} {run.name}]"
-        state = run_state(run)
-        if state == "finished":
-            print(f"{head} finished before: skipped", flush=True)  # its sweep_run.json (time taken) is kept
-            continue
-        print(f"{head} {'resuming' if state != 'new' else 'starting'} -> {run.output_dir}", flush=True)
-        started = time.time()
-        record_status(run, state="running", started=started)
-        code, lines = run_one(run, len(runs), accelerate_config=spec.accelerate_config, echo=echo)
-        seconds = round(time.time() - started, 1)
-        if code == 0:
-            record_status(run, state="finished", seconds=seconds)
-            print(f"{head} finished in {seconds:.0f} s", flush=True)
-        elif code == EXIT_INTERRUPTED or run_state(run) == "interrupted":  # accelerate's launcher exits 1, not 75
-            record_status(run, state="interrupted", seconds=seconds, returncode=code)
-            print(f"{head} interrupted (checkpoint saved); rerun the same command to go on", flush=True)
+    if jobs > 1:
+        outcomes = _run_concurrently(spec, chosen, len(runs), echo, jobs)
+        if "interrupted" in outcomes.values() or len(outcomes) < len(chosen):
             return EXIT_INTERRUPTED
-        else:
-            error = _last_error(lines)
-            record_status(run, state="failed", seconds=seconds, returncode=code, error=error)
-            print(f"{head} failed (exit {code}): {error}; see {run.output_dir / RUN_LOG}", flush=True)
-            failed.append(run.name)
+        failed = [run.name for run in chosen if outcomes[run.name] == "failed"]
+    else:
+        failed = []
+        for run in chosen:
+            outcome = _run_recorded(spec, run, len(runs), echo)
+            if outcome == "interrupted":
+                return EXIT_INTERRUPTED
+            if outcome == "failed":
+                failed.append(run.name)
     if failed:
         print(f"{len(failed)} of {len(chosen)} run(s) failed: {', '.join(failed)} (details in each {RUN_STATUS})")
         return 1

@@ -196,3 +196,53 @@ def test_the_slurm_script_is_a_job_array_that_requeues(swept, tmp_path, monkeypa
     done = subprocess.run(["bash", str(swept["root"] / "sweep.sbatch")], env=env, capture_output=True, text=True)
     assert done.returncode == 75
     assert (tmp_path / "scontrol.log").read_text().split() == ["requeue", "77_3"]
+
+
+def _started_at(log: Path) -> float:
+    """When a run's (last) attempt started: its train.log's ``=== YYYY-mm-dd HH:MM:SS command`` header."""
+    import time
+
+    header = [line for line in log.read_text().splitlines() if line.startswith("=== ")][-1]
+    return time.mktime(time.strptime(" ".join(header.split()[1:3]), "%Y-%m-%d %H:%M:%S"))
+
+
+@pytest.mark.slow
+def test_jobs_runs_at_once_passes_a_signal_to_every_run_and_resumes(tmp_path, tiny_model_dir, puzzles):
+    """``--jobs 2``: two runs start before either ends; a SIGTERM stops both with
+    a checkpoint (exit 75) and starts nothing new; the next invocation resumes both and finishes."""
+    base = base_recipe(tmp_path, tiny_model_dir, puzzles)
+    spec = write_spec(tmp_path, {"name": "jobs", "base": str(base), "axes": {"beta": [0.0]}, "seeds": [0, 1, 2],
+                                 "overrides": {"max_steps": 12}, "output_root": "sweep"})
+    runs = expand(parse_spec(spec, known_keys={"beta"}))
+    first = sweep_process(spec, tmp_path, "--jobs", "2")
+    seen: set[str] = set()
+    lines = []
+    for line in first.stdout:
+        lines.append(line)
+        for run in runs[:2]:
+            if f"{run.name}] step 2/12" in line:
+                seen.add(run.name)
+        if len(seen) == 2:
+            first.send_signal(signal.SIGTERM)
+            seen.add("sent")
+    assert first.wait(timeout=300) == 75, first.stderr.read()[-3000:]
+    out = "".join(lines)
+    for run in runs[:2]:
+        assert f"{run.name}] interrupted (checkpoint saved)" in out
+        assert json.loads((run.output_dir / "sweep_run.json").read_text())["state"] == "interrupted"
+        assert list(run.output_dir.glob("checkpoint-*")), run.name
+    assert f"{runs[2].name}] starting" not in out  # nothing new after the signal
+
+    second = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec), "--jobs", "2"], cwd=tmp_path,
+                            env={k: v for k, v in ENV.items() if k != "OMP_NUM_THREADS"}, capture_output=True,
+                            text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    for run in runs:
+        status = run_info(run.output_dir)["status"]
+        assert (status["state"], status["step"]) == ("finished", 12), run.name
+    assert all(run_info(run.output_dir)["resumed_from"] for run in runs[:2])
+    # runs 0 and 1 resumed at the same time: each started before the other ended
+    ends = {run.name: (run.output_dir / "sweep_run.json").stat().st_mtime for run in runs}
+    starts = {run.name: _started_at(run.output_dir / "train.log") for run in runs}
+    a, b = runs[0].name, runs[1].name
+    assert starts[a] <= ends[b] and starts[b] <= ends[a]

@@ -1,0 +1,207 @@
+"""Several demo runs at once (``countdown-rl demo --seeds ... --algorithm ...``) and their combined table.
+
+1. The combining over demo_results.json files in the demo's layout (per run: the rule, before/after, points,
+   McNemar p; per algorithm: mean, sample sd, range), a missing run named, a misplaced file refused.
+2. The scheduling (default tier, in seconds): the processes are a stand-in script (the demo process cut at its
+   boundary: it prints, writes its RL recipe and exits), so the test sees when each started, with which arguments,
+   and that a seed's second algorithm waits for its first one's RL stage.
+3. The command for real (slow tier): ``--quick`` at two seeds, GRPO and Dr.GRPO, the combined table against each
+   run's own demo_results.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from countdown_rl.commands import demo as demo_cli
+from countdown_rl.demo import seeds
+from countdown_rl.demo.stages import RECIPE_FILE, RESULTS_FILE, blind_rule_by_model
+from countdown_rl.evaluation.paired import paired_counts
+from tests.helpers.env import ROOT, offline_env
+
+
+def _write_results(folder: Path, seed: int, algorithm: str, before: list[bool], after: list[bool]) -> dict:
+    """A run's demo_results.json with the keys the demo writes, its numbers from these per-puzzle outcomes."""
+    rule = {"rule": "x1 + (x2 + x3)", "accuracy": 0.1, "solved": len(before) // 10, "total": len(before),
+            "by_budget": {"48": {"correct_on_rest": 1}}}
+    results = {
+        "command": "countdown-rl demo", "algorithm": algorithm, "num_eval_puzzles": len(before),
+        "sft": {"accuracy": sum(before) / len(before)}, "trained": {"accuracy": sum(after) / len(after)},
+        "gain_points": 100 * (sum(after) - sum(before)) / len(before), "paired_test": paired_counts(after, before),
+        "blind_rule": blind_rule_by_model({"sft": rule, "trained": rule}), "global_step": 4,
+        "config": {"seed": seed, "algorithm": algorithm},
+    }
+    (folder / algorithm).mkdir(parents=True, exist_ok=True)
+    (folder / algorithm / RESULTS_FILE).write_text(json.dumps(results))
+    return results
+
+
+def _outcomes(correct: int, total: int = 100) -> list[bool]:
+    return [i < correct for i in range(total)]
+
+
+def test_combine_tabulates_each_run_then_mean_and_spread(tmp_path):
+    runs = seeds.plan_runs(tmp_path, [0, 1, 2], ["grpo", "dr_grpo"], lambda *_: ())
+    # seed s: SFT 20 + s correct of 100; GRPO adds 10, 8, 3; Dr.GRPO's seed 2 has no results yet
+    gains = {0: 10, 1: 8, 2: 3}
+    written = {}
+    for run in runs:
+        if run.label == "seed 2 dr_grpo":
+            continue
+        before = _outcomes(20 + run.seed)
+        written[run.label] = _write_results(run.output_dir, run.seed, run.algorithm, before,
+                                            _outcomes(20 + run.seed + gains[run.seed]))
+    combined = seeds.combine(runs)
+    assert combined["missing"] == ["seed 2 dr_grpo"]
+    assert [(r["seed"], r["algorithm"]) for r in combined["runs"]] == [
+        (0, "grpo"), (0, "dr_grpo"), (1, "grpo"), (1, "dr_grpo"), (2, "grpo")]
+    grpo = combined["summary"]["grpo"]
+    assert grpo["seeds"] == [0, 1, 2]
+    assert grpo["gain_points"]["mean"] == pytest.approx(7.0)
+    assert grpo["gain_points"]["sd"] == pytest.approx(statistics.stdev([10, 8, 3]))
+    assert (grpo["gain_points"]["min"], grpo["gain_points"]["max"]) == pytest.approx((3, 10))
+    # only-RL counts of 10, 8 and 3 against 0: p = 2 / 2^n; 3 is not significant
+    assert [r["p_value"] for r in combined["runs"] if r["algorithm"] == "grpo"] == pytest.approx(
+        [2 / 2**10, 2 / 2**8, 2 / 2**3])
+    assert grpo["significant"] == 2
+    # after RL - the rule (10%): 30 - 10, 29 - 10, 25 - 10
+    assert grpo["above_rule_points"]["min"] == pytest.approx(15.0)
+    assert combined["summary"]["dr_grpo"]["seeds"] == [0, 1]
+    lines = combined["table"].splitlines()
+    assert lines[0].startswith("| seed | algorithm | held-out puzzles | best target-blind rule | after SFT | after RL")
+    assert "| 0 | GRPO | 100 | 10.0% (x1 + (x2 + x3)) | 20.0% | 30.0% | +10.0 | 0.00195 (10 / 0) | +20.0 |" in lines
+    assert any(line.startswith("| mean of 3 | GRPO |") and "+7.0 (sd 3.6; +3.0 to +10.0)" in line
+               and "2 of 3 below 0.05" in line for line in lines)
+    written_md = seeds.write_combined(tmp_path, combined)
+    assert "No results (not finished): seed 2 dr_grpo." in written_md.read_text()
+    assert json.loads((tmp_path / "seeds.json").read_text())["summary"]["grpo"]["significant"] == 2
+
+
+def test_combine_refuses_a_results_file_of_another_run(tmp_path):
+    [run] = seeds.plan_runs(tmp_path, [1], ["grpo"], lambda *_: ())
+    _write_results(run.output_dir, 0, "grpo", _outcomes(5, 10), _outcomes(6, 10))  # seed 0's file in seed-1/
+    with pytest.raises(ValueError, match=r"seed-1/grpo/demo_results.json: holds grpo at seed 0, not grpo at seed 1"):
+        seeds.combine([run])
+
+
+# A stand-in for one demo process: the arguments it got and when, a line of output, its RL recipe after a pause (the
+# SFT stages), then its exit code (seed 1's Dr.GRPO fails).
+STAND_IN = textwrap.dedent("""
+    import json, pathlib, sys, time
+    argv = sys.argv[1:]
+    out = pathlib.Path(argv[argv.index("--output_dir") + 1]); algorithm = argv[argv.index("--algorithm") + 1]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{algorithm}.args.json").write_text(json.dumps({"argv": argv, "started": time.time()}))
+    print("== SFT warm-up ==", flush=True)
+    print("| a table row |", flush=True)
+    time.sleep(0.6)
+    (out / algorithm).mkdir(exist_ok=True)
+    (out / algorithm / "recipe.yaml").write_text("x: 1")
+    time.sleep(0.3)
+    sys.exit(3 if (algorithm == "dr_grpo" and "seed-1" in str(out)) else 0)
+""")
+
+
+def test_run_all_waits_for_the_first_algorithms_rl_stage_and_reports_each_exit(tmp_path):
+    runs = seeds.plan_runs(tmp_path, [0, 1], ["grpo", "dr_grpo"], lambda seed, algorithm, folder: (
+        "--seed", str(seed), "--algorithm", algorithm, "--output_dir", str(folder)))
+    console = io.StringIO()
+    codes = seeds.run_all(runs, jobs=4, command=[sys.executable, "-c", STAND_IN], console=console, poll_seconds=0.05)
+    assert codes == {"seed 0 grpo": 0, "seed 0 dr_grpo": 0, "seed 1 grpo": 0, "seed 1 dr_grpo": 3}
+    assert seeds.exit_code(codes) == 1
+    for seed in (0, 1):
+        folder = seeds.seed_dir(tmp_path, seed)
+        first = json.loads((folder / "grpo.args.json").read_text())
+        second = json.loads((folder / "dr_grpo.args.json").read_text())
+        assert "--resume" not in first["argv"] and second["argv"][-1] == "--resume"  # it reuses the SFT stages
+        assert second["started"] >= (folder / "grpo" / RECIPE_FILE).stat().st_mtime
+        assert "== SFT warm-up ==" in (folder / "dr_grpo.log").read_text()
+    # both seeds' first runs started together
+    starts = [json.loads((seeds.seed_dir(tmp_path, s) / "grpo.args.json").read_text())["started"] for s in (0, 1)]
+    assert abs(starts[0] - starts[1]) < 0.5
+    text = console.getvalue()
+    assert "[seed 1 grpo] == SFT warm-up ==" in text and "a table row" not in text
+    assert "[seed 1 dr_grpo] failed (exit 3)" in text and "[seed 0 dr_grpo] finished" in text
+
+
+def test_run_all_one_at_a_time(tmp_path):
+    runs = seeds.plan_runs(tmp_path, [0, 1], ["grpo"], lambda seed, algorithm, folder: (
+        "--seed", str(seed), "--algorithm", algorithm, "--output_dir", str(folder)))
+    started = time.time()
+    codes = seeds.run_all(runs, jobs=1, command=[sys.executable, "-c", STAND_IN], console=io.StringIO(),
+                          poll_seconds=0.05)
+    assert codes == {"seed 0 grpo": 0, "seed 1 grpo": 0}
+    first, second = (json.loads((seeds.seed_dir(tmp_path, s) / "grpo.args.json").read_text())["started"]
+                     for s in (0, 1))
+    assert second - first >= 0.9 and first >= started  # the second waited for the first to end
+
+
+def _cli(argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stopped:
+        demo_cli.main(argv)
+    return stopped.value.code, err.getvalue()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--seed", "1", "--seeds", "0", "1"], "--seed and --seeds: give one of them"),
+    (["--seeds", "0", "0"], "--seeds: a seed is given twice"),
+    (["--seeds", "0", "1", "--jobs", "0"], "--jobs must be positive"),
+    (["--jobs", "2"], "--jobs: only with --seeds or several --algorithm values"),
+    (["--seeds", "0", "--num_threads", "0"], "seed 0 grpo: --num_threads must be positive"),
+    (["--seeds", "0", "--lora"], "seed 0 grpo: --lora needs --model_name_or_path"),
+])
+def test_bad_several_run_arguments_are_one_line_before_anything_runs(tmp_path, argv, message):
+    code, err = _cli([*argv, "--output_dir", str(tmp_path / "out")])
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_each_run_gets_the_options_given_and_its_own_seed_algorithm_folder_and_threads():
+    parser = demo_cli.build_parser()
+    args = parser.parse_args(["--quick", "--seeds", "3", "--algorithm", "grpo", "dr_grpo", "--max_steps", "2",
+                              "--sampling", "expression", "--resume", "--jobs", "2"])
+    argv = demo_cli.child_argv(parser, args, seed=3, algorithm="dr_grpo", output_dir="o/seed-3", num_threads=4)
+    assert argv == ["--max_steps", "2", "--sampling", "expression", "--quick", "--seed", "3", "--algorithm",
+                    "dr_grpo", "--output_dir", "o/seed-3", "--num_threads", "4"]
+    config = demo_cli.config_from_args(parser.parse_args(argv))
+    assert (config.seed, config.algorithm, config.max_steps, config.num_threads, config.puzzles.sampling) == (
+        3, "dr_grpo", 2, 4, "expression")
+
+
+@pytest.mark.slow
+def test_quick_demo_at_two_seeds_and_two_algorithms_prints_the_combined_table(tmp_path):
+    """The real command: 4 quick demos, 2 at a time; the table's rows are the runs' own demo_results.json."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "demo", "--quick", "--seeds", "0", "1",
+                           "--algorithm", "grpo", "dr_grpo", "--jobs", "2", "--max_steps", "2",
+                           "--output_dir", str(out)], cwd=ROOT, env=offline_env(), capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "4 demo runs (grpo, dr_grpo x seeds 0, 1), 2 at once, " in done.stdout
+    for seed in (0, 1):
+        folder = out / f"seed-{seed}"
+        # one SFT model per seed: trained by GRPO's process, reused by Dr.GRPO's
+        assert "== SFT warm-up: reusing" in (folder / "dr_grpo.log").read_text()
+        assert "== SFT warm-up: 30 steps" in (folder / "grpo.log").read_text()
+        for algorithm in ("grpo", "dr_grpo"):
+            results = json.loads((folder / algorithm / RESULTS_FILE).read_text())
+            assert results["config"]["seed"] == seed and results["paths"]["sft"] == str(folder / "sft")
+            name = "GRPO" if algorithm == "grpo" else "Dr.GRPO"
+            row = (f"| {seed} | {name} | {results['num_eval_puzzles']} | "
+                   f"{100 * results['blind_rule']['accuracy']:.1f}% ({results['blind_rule']['rule']}) | "
+                   f"{100 * results['sft']['accuracy']:.1f}% | {100 * results['trained']['accuracy']:.1f}% | "
+                   f"{results['gain_points']:+.1f} | {results['paired_test']['p_value']:.3g} ")
+            assert row in done.stdout, row
+    assert "| mean of 2 | GRPO |" in done.stdout and "| mean of 2 | Dr.GRPO |" in done.stdout
+    assert json.loads((out / "seeds.json").read_text())["missing"] == []
