@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from transformers import TrainerCallback
+
 # What every tiny CPU run shares; a test's keywords override these.
 TINY_ARGS: dict[str, Any] = dict(
     use_cpu=True, bf16=False, report_to="none", gradient_checkpointing=False, per_device_train_batch_size=8,
@@ -63,3 +65,15 @@ def tiny_trainer(model_dir, out, *, reward=char_diversity_reward, train_dataset=
 def logged(trainer, key):
     """``key`` of every training log entry (None where that entry lacks it)."""
     return [h.get(key) for h in trainer.state.log_history if "loss" in h]
+
+
+class GradientRecorder(TrainerCallback):
+    """A callback keeping each optimizer step's gradients (after accumulation and clipping, as the optimizer sees
+    them): ``steps[i][name]``."""
+
+    def __init__(self):
+        self.steps: list[dict[str, Any]] = []
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        self.steps.append({name: p.grad.detach().clone() for name, p in model.named_parameters()
+                           if p.grad is not None})
