@@ -2,9 +2,9 @@
 
 1. Puzzles: one seeded pool of easy generated puzzles (3 numbers in 1..20, targets 1..50; the generator keeps
    each ``(target, sorted nums)`` once; ``balanced``: no target-blind template, such as adding the numbers, solves
-   more than 6% of them, so a gain cannot be one fixed rule). ``data.split_countdown`` holds out ``num_eval`` of
-   them (seeded, deduped, so no puzzle is on both sides); the rest is cut in two disjoint parts, one for SFT and
-   one for RL.
+   more than 6% of the SFT, RL or held-out part, each capped on its own, so a gain cannot be one fixed rule). The
+   pool is cut in three disjoint parts: ``num_sft`` for SFT, ``num_rl`` for RL, ``num_eval`` held out (no puzzle
+   is on two sides).
 2. Base model: the tiny byte-level BPE tokenizer and a small random Qwen3 from :mod:`countdown_rl.demo.tiny`, saved
    to ``base/``.
 3. SFT warm-up: TRL's ``SFTTrainer`` on prompt-completion pairs (r1_zero prompt -> solver trace + EOS, loss on
@@ -87,7 +87,7 @@ class PuzzleSpec:
     num_sft: int = 4000
     num_rl: int = 2000
     num_eval: int = 300
-    # "balanced": no target-blind template (e.g. "add the numbers") solves more than 6% of the pool, so a gain cannot
+    # "balanced": no target-blind template (e.g. "add the numbers") solves more than 6% of each part, so a gain cannot
     # come from one fixed rule; "expression" reproduces the figures measured before it (sum-heavy: ~20% blind)
     sampling: str = "balanced"
 
@@ -262,14 +262,21 @@ def print_header(text: str) -> None:
 def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     """``{"sft": [...], "rl": [...], "eval": [...]}``: disjoint lists of ``{"nums", "target"}``, fixed per seed.
 
-    One generator call gives distinct puzzles; ``data.split_rows`` (dedupe + seeded hold-out) takes the eval
-    set, so no ``(target, sorted nums)`` is both trained on and evaluated.
+    One generator call gives distinct puzzles, so no ``(target, sorted nums)`` is both trained on and evaluated.
+    ``balanced``: the generator draws the three parts as its ``parts``, each holding the blind cap on its own (a
+    random split of a capped pool does not: one template held 8.7% of a 300-puzzle held-out part). ``expression``:
+    ``data.split_rows`` (dedupe + seeded hold-out) takes the eval set, as its figures were measured.
     """
     from countdown_rl.data.splits import split_rows
     from countdown_rl.tasks import get_task
     from countdown_rl.tasks.countdown.puzzles import generate_countdown
 
     total = spec.num_sft + spec.num_rl + spec.num_eval
+    if spec.sampling == "balanced":
+        pool = generate_countdown(total, seed=seed, parts=(spec.num_sft, spec.num_rl, spec.num_eval),
+                                  **spec.generator_kwargs())
+        cut = [spec.num_sft, spec.num_sft + spec.num_rl]
+        return {"sft": pool[: cut[0]], "rl": pool[cut[0]: cut[1]], "eval": pool[cut[1]:]}
     pool = generate_countdown(total, seed=seed, **spec.generator_kwargs())
     train, test, _ = split_rows(get_task("countdown"), pool, test_size=spec.num_eval, seed=seed)
     train_rows = [{"nums": list(r["nums"]), "target": int(r["target"])} for r in train]

@@ -13,7 +13,8 @@ accuracy means little until it stands beside the best such rule on the same puzz
 3. The best *rule* of a pool takes, for each count of numbers, the template that solves most of those puzzles
    (:func:`best_blind_rule`); its accuracy is what a model gets without reading a single target.
 4. :class:`BlindCap` keeps running counts for the generator's ``balanced`` sampling: a puzzle is accepted only while
-   every template it is solved by stays at or under its cap.
+   every template it is solved by stays at or under its cap (one ``BlindCap`` per part of a pool that must hold the
+   cap on its own).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ORDERS = ("given", "sorted")
 # A template tree: a leaf is a slot index 0..k-1; a node is (operator, left, right).
 Template = Union[int, tuple[str, "Template", "Template"]]
 
+_LEAST = 2  # the smallest per-template limit of BlindCap (see its docstring)
 _TOLERANCE = 1e-6  # floats only shortlist: a miss by a rational p/q (q <= 99**3 here) is at least ~1e-6 away
 
 
@@ -225,8 +227,9 @@ class BlindCap:
     """Running per-template counts that keep every target-blind template at or under ``cap`` of a pool.
 
     ``counts`` says how many puzzles of each count of numbers the finished pool will hold; a template of ``k``
-    numbers may then solve at most ``max(1, floor(cap * counts[k]))`` of them (one at least: every solvable puzzle
-    is solved by some template, so a pool under ``1 / cap`` puzzles cannot do better).
+    numbers may then solve at most ``max(2, floor(cap * counts[k]))`` of them, so the cap is exact from
+    ``2 / cap`` puzzles of a size (34 at 6%). Two at least: every solvable puzzle is solved by several templates
+    (each tree read as given and sorted), and at one each the sampler could not fill a 32-puzzle part.
 
     >>> cap = BlindCap(0.5, {2: 4})
     >>> [cap.offer([p])[0] for p in ({"nums": [1, 2], "target": 3}, {"nums": [2, 3], "target": 5},
@@ -238,8 +241,17 @@ class BlindCap:
         if not 0 < cap <= 1:
             raise ValueError(f"the blind cap must be in (0, 1], got {cap}")
         self.cap = cap
-        self.limits = {k: max(1, math.floor(cap * n + 1e-9)) for k, n in counts.items()}
+        self.limits = {k: max(_LEAST, math.floor(cap * n + 1e-9)) for k, n in counts.items()}
         self.used = {k: np.zeros(2 * len(templates(k)), dtype=np.int64) for k in counts}
+
+    def fits(self, k: int, hit: np.ndarray) -> bool:
+        """Whether a puzzle of ``k`` numbers solved by the templates ``hit`` (column indices of
+        :func:`solved_matrix`) leaves every one of them at or under its cap."""
+        return bool((self.used[k][hit] < self.limits[k]).all())
+
+    def take(self, k: int, hit: np.ndarray) -> None:
+        """Count a puzzle of ``k`` numbers solved by the templates ``hit`` as accepted."""
+        self.used[k][hit] += 1
 
     def offer(self, batch: Sequence[Mapping[str, Any]], want: int | None = None) -> list[bool]:
         """Accept each puzzle of ``batch`` in turn (all with one count of numbers) if no template it is solved by
@@ -247,12 +259,11 @@ class BlindCap:
         if not batch:
             return []
         k = len(batch[0]["nums"])
-        used, limit = self.used[k], self.limits[k]
         out = []
         for row in solved_matrix(batch):
             hit = row.nonzero()[0]
-            ok = (want is None or sum(out) < want) and bool((used[hit] < limit).all())
+            ok = (want is None or sum(out) < want) and self.fits(k, hit)
             if ok:
-                used[hit] += 1
+                self.take(k, hit)
             out.append(ok)
         return out

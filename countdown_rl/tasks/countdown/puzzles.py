@@ -27,8 +27,17 @@ Generator (:func:`generate_countdown`):
 That is ``sampling="expression"``: at small sizes most of its targets are sums and differences (the best
 target-blind rule of :mod:`.blind`, e.g. ``s1 - s2 + s3``, solves 19-38% of its puzzles). ``sampling="balanced"``
 draws the same candidates and keeps one only while every target-blind template that solves it stays at or under
-``blind_cap`` of the puzzles with as many numbers (:class:`.blind.BlindCap`: the count of each size is drawn first,
-so the cap is exact for the finished pool).
+``blind_cap`` of the puzzles with as many numbers:
+
+1. The count of numbers of every position in the pool is drawn first; ``parts`` (default: the whole pool) cuts the
+   positions into consecutive slices, so each part knows how many puzzles of each size it will hold.
+2. Each part has its own :class:`.blind.BlindCap`: a template of ``k`` numbers may solve at most
+   ``floor(blind_cap * m)`` of the part's ``m`` puzzles with ``k`` numbers. The cap is therefore exact for every
+   part, not just for the whole pool (whose counts are the parts' sums), at any seed.
+3. A candidate goes to the first part that still wants a puzzle of its size and whose cap it fits, else is dropped
+   (one part's full cap does not waste a draw another part can use).
+4. Each part is shuffled (seeded) so any slice of it has its mix; the pool lists the parts in order. Deterministic
+   per seed; with one part the pool is the one drawn before parts existed.
 
 Default ranges mirror the public ``Countdown-Tasks-3to4`` data (3-4 numbers in 1..99, positive integer
 targets, mostly at most 100): numbers 1..99 and targets 1..100 inclusive.
@@ -36,6 +45,8 @@ targets, mostly at most 100): numbers 1..99 and targets 1..100 inclusive.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
@@ -364,11 +375,14 @@ def generate_countdown(
     verify: bool = True,
     sampling: str = "expression",
     blind_cap: float = BLIND_CAP,
+    parts: Sequence[int] | None = None,
 ) -> list[dict]:
     """Generate ``n`` distinct solvable puzzles ``{"nums": [...], "target": int}``, deterministic per seed.
 
     ``sampling`` is ``"expression"`` (today's pools) or ``"balanced"`` (no target-blind template solves more than
-    ``blind_cap`` of the puzzles with as many numbers; pools under ``1 / blind_cap`` puzzles: one each).
+    ``blind_cap`` of the puzzles with as many numbers; a part under ``2 / blind_cap`` puzzles of a size: two each).
+    ``parts`` (sizes summing to ``n``; default one part) cuts the pool into consecutive slices that each hold the
+    balanced cap on their own (e.g. training and held-out puzzles); every puzzle is still distinct across parts.
 
     >>> puzzles = generate_countdown(3, seed=1)
     >>> len(puzzles), all(solve(p["nums"], p["target"]) for p in puzzles)
@@ -388,6 +402,9 @@ def generate_countdown(
         raise ValueError(f"need min_target <= max_target, got {min_target}, {max_target}")
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling must be one of {list(SAMPLINGS)}, got {sampling!r}")
+    sizes = [n] if parts is None else list(parts)
+    if not sizes or any(isinstance(m, bool) or not isinstance(m, Integral) or m < 0 for m in sizes) or sum(sizes) != n:
+        raise ValueError(f"parts must be non-negative sizes summing to n={n}, got {parts!r}")
     rng = random.Random(seed)
     seen: set[tuple[int, tuple[int, ...]]] = set()
     # Rejection sampling: most random expressions miss the target range; this bound only trips when the
@@ -428,15 +445,23 @@ def generate_countdown(
                                "widen the ranges")
         return puzzles
 
-    from countdown_rl.tasks.countdown.blind import BlindCap
+    from countdown_rl.tasks.countdown.blind import BlindCap, solved_matrix
 
     counts = [rng.randint(min_numbers, max_numbers) for _ in range(n)]
-    per_count = {k: counts.count(k) for k in sorted(set(counts))}
-    cap = BlindCap(blind_cap, per_count)
-    made: dict[int, list[dict]] = {}
-    for k, wanted in per_count.items():
-        made[k] = []
-        while len(made[k]) < wanted and draws < budget:
+    # Part p is the slice ends[p-1]:ends[p] of the pool, with a cap of its own on its own counts of each size.
+    ends = list(itertools.accumulate(sizes))
+    part_of = [bisect.bisect_right(ends, i) for i in range(n)]
+    need = [{k: 0 for k in sorted(set(counts))} for _ in sizes]
+    for k, p in zip(counts, part_of):
+        need[p][k] += 1
+    caps = [BlindCap(blind_cap, {k: c for k, c in wanted.items() if c}) for wanted in need]
+    made: list[dict[int, list[dict]]] = [{k: [] for k in wanted} for wanted in need]
+
+    def short(k: int) -> list[int]:
+        return [p for p in range(len(sizes)) if len(made[p][k]) < need[p][k]]
+
+    for k in sorted(set(counts)):
+        while short(k) and draws < budget:
             batch: list[dict] = []
             while len(batch) < 64 and draws < budget:
                 draws += 1
@@ -444,21 +469,31 @@ def generate_countdown(
                 if puzzle is not None and all(puzzle["target"] != b["target"] or sorted(puzzle["nums"])
                                               != sorted(b["nums"]) for b in batch):
                     batch.append(puzzle)
-            for puzzle, ok in zip(batch, cap.offer(batch, want=wanted - len(made[k]))):
-                if ok:
-                    keep(puzzle)
-                    made[k].append(puzzle)
-        if len(made[k]) < wanted:
-            raise RuntimeError(f"only {len(made[k])} of {wanted} balanced {k}-number puzzles (blind_cap "
+            if not batch:
+                continue
+            # Each puzzle goes to the first part that still wants one of k numbers and whose cap it fits.
+            for puzzle, row in zip(batch, solved_matrix(batch)):
+                hit = row.nonzero()[0]
+                for p in short(k):
+                    if caps[p].fits(k, hit):
+                        caps[p].take(k, hit)
+                        keep(puzzle)
+                        made[p][k].append(puzzle)
+                        break
+        if short(k):
+            p = short(k)[0]
+            where = f" in part {p} (of {len(sizes)})" if len(sizes) > 1 else ""
+            raise RuntimeError(f"only {len(made[p][k])} of {need[p][k]} balanced {k}-number puzzles{where} (blind_cap "
                                f"{blind_cap}) found in {budget} draws; widen the ranges or raise blind_cap")
     # Acceptance order is not random: the first puzzles fill the caps of the common templates (sums and
-    # differences), the last ones are those no capped template solves. Shuffled, any slice of the pool (the demo's
-    # SFT and RL parts are slices) has the pool's mix; unshuffled, the demo's RL part held 4% sum-or-difference
-    # puzzles against 39% in its SFT part and 30% held out.
-    for drawn in made.values():
-        rng.shuffle(drawn)
-    # The pool lists the puzzles in the order their counts were drawn.
-    return [made[k].pop(0) for k in counts]
+    # differences), the last ones are those no capped template solves. Shuffled, any slice of a part has the part's
+    # mix; unshuffled, the demo's RL part held 4% sum-or-difference puzzles against 39% in its SFT part.
+    for part in made:
+        for drawn in part.values():
+            rng.shuffle(drawn)
+    # The pool lists the puzzles in the order their counts were drawn, each in its part.
+    queues = [{k: iter(drawn) for k, drawn in part.items()} for part in made]
+    return [next(queues[p][k]) for k, p in zip(counts, part_of)]
 
 
 def generate_with_solutions(n: int, **kwargs) -> list[dict]:

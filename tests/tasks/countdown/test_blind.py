@@ -144,6 +144,57 @@ def test_balanced_pools_cap_every_blind_template(shape):
     assert best_blind_rule(generate_countdown(2000, seed=3, **shape)).accuracy > 3 * BLIND_CAP
 
 
+def _worst_share(puzzles):
+    """The largest share of ``puzzles`` with as many numbers that one target-blind template solves (both readings:
+    as given and sorted largest first), and that template."""
+    worst = (0.0, "")
+    for k in sorted({len(p["nums"]) for p in puzzles}):
+        group = [p for p in puzzles if len(p["nums"]) == k]
+        solved = solved_matrix(group).sum(axis=0)
+        names = [render_template(tree, order) for order in ORDERS for tree in templates(k)]
+        worst = max(worst, (solved.max() / len(group), names[int(solved.argmax())]))
+    return worst
+
+
+def _check_parts(pool, sizes):
+    ends = list(itertools.accumulate(sizes))
+    assert len(pool) == ends[-1]
+    assert len({(p["target"], tuple(sorted(p["nums"]))) for p in pool}) == len(pool)  # distinct across parts
+    for start, end in zip([0, *ends], ends):
+        share, template = _worst_share(pool[start:end])
+        assert share <= BLIND_CAP, (start, end, template, share)
+
+
+def test_each_part_of_a_balanced_pool_holds_the_cap_on_its_own():
+    """A random hold-out of a capped pool is not capped (one template held 8.7% of the held-out 300 of a 3300-puzzle
+    pool): ``parts`` gives every slice a cap of its own, so each holds it at any seed, by construction."""
+    sizes = (400, 200, 100)
+    for seed in (1, 3):
+        pool = generate_countdown(sum(sizes), seed=seed, sampling="balanced", parts=sizes, **DEMO_SHAPE)
+        _check_parts(pool, sizes)
+    # The same sizes cut at random from the (capped) whole: a part goes over, so the check above can fail.
+    random.Random(0).shuffle(pool)
+    ends = list(itertools.accumulate(sizes))
+    assert max(_worst_share(pool[start:end])[0] for start, end in zip([0, *ends], ends)) > BLIND_CAP
+    assert generate_countdown(30, seed=1, sampling="balanced", parts=(30,)) == generate_countdown(
+        30, seed=1, sampling="balanced")  # one part: the pool drawn without parts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, sizes", [(DEMO_SHAPE, (2000, 1000, 300)), (ASSIGNMENT_SHAPE, (300, 150, 100))],
+                         ids=["demo", "assignment"])
+def test_each_part_holds_the_cap_at_several_seeds(shape, sizes):
+    """The check above at more seeds and sizes, and with 3-4 numbers (a cap per part and count of numbers)."""
+    for seed in range(5):
+        _check_parts(generate_countdown(sum(sizes), seed=seed, sampling="balanced", parts=sizes, **shape), sizes)
+
+
+@pytest.mark.parametrize("parts", [(10, 9), (10, -1, 11), (), (10.0, 10), (True, 19)])
+def test_parts_that_are_not_sizes_summing_to_n_are_refused(parts):
+    with pytest.raises(ValueError, match="parts must be non-negative sizes summing to n=20"):
+        generate_countdown(20, seed=0, sampling="balanced", parts=parts)
+
+
 def test_every_slice_of_a_balanced_pool_has_the_pools_mix():
     """The demo cuts its SFT and RL parts as slices of one pool: the rejection sampler fills the sum-and-difference
     templates' caps first, so without a shuffle the first slice held 65-70% puzzles that + and - alone solve and
