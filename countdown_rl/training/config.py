@@ -140,6 +140,17 @@ class CountdownGRPOConfig(GRPOConfig):
                   "say why. true: on, and a run where it cannot run refuses at the start. false: TRL's plain pass. "
                   "The run record's extra.log_prob_passes counts what each pass ran."},
     )
+    group_micro_batches: bool = field(
+        default=False,
+        metadata={"help": "Split each generation batch into micro-batches that keep a prompt's completions together "
+                  "(groups in the order TRL's shuffle reaches them) instead of TRL's row shuffle, so that prompt-once "
+                  "(shared_prompt_forward) runs each prompt once per micro-batch instead of once per row. The update "
+                  "is TRL's: every micro-batch of a generation batch feeds the same optimizer step and the loss sums "
+                  "per-row terms. Refused where that does not hold: steps_per_generation not dividing "
+                  "gradient_accumulation_steps (a generation batch spread over optimizer steps), loss_type bnpo "
+                  "(token_mean: divides by each micro-batch's tokens), an entropy bonus or top_entropy_quantile < 1 "
+                  "(per micro-batch)."},
+    )
     loss_type: str | None = field(
         default=None,
         metadata={"help": f"TRL's loss type ({', '.join(TRL_LOSS_TYPES)}), with TRL's meaning. One decision with "
@@ -192,6 +203,7 @@ class CountdownGRPOConfig(GRPOConfig):
     def __post_init__(self):
         self.settle_countdown_keys()
         super().__post_init__()
+        self._refuse_group_clashes()  # reads steps_per_generation, which TRL's __post_init__ settles
 
     @classmethod
     def from_trl(cls, args: GRPOConfig) -> CountdownGRPOConfig:
@@ -316,6 +328,23 @@ class CountdownGRPOConfig(GRPOConfig):
         if self.top_entropy_quantile < 1.0:
             raise ValueError(f"skip_zero_advantage clashes with top_entropy_quantile={self.top_entropy_quantile}: "
                              "its entropy quantile is taken over every completion, skipped ones included")
+
+    def _refuse_group_clashes(self) -> None:
+        """``group_micro_batches`` changes which rows share a micro-batch: refused where that changes the update."""
+        if not self.group_micro_batches:
+            return
+        why = None
+        if self.gradient_accumulation_steps % self.steps_per_generation:
+            why = (f"steps_per_generation={self.steps_per_generation} does not divide gradient_accumulation_steps="
+                   f"{self.gradient_accumulation_steps}, so a generation batch feeds more than one optimizer step")
+        elif self.loss_type == "bnpo":
+            why = "loss_type bnpo (token_mean) divides by each micro-batch's token count"
+        elif self.entropy_coef != 0.0 or self.use_adaptive_entropy:
+            why = "the entropy bonus is a mean over each micro-batch's tokens"
+        elif self.top_entropy_quantile < 1.0:
+            why = f"top_entropy_quantile={self.top_entropy_quantile} takes its quantile over each micro-batch"
+        if why:
+            raise ValueError(f"group_micro_batches would change the update: {why}; unset group_micro_batches")
 
     @property
     def algorithm_label(self) -> str:

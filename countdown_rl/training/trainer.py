@@ -23,6 +23,8 @@ Our hooks call TRL for everything they do not change:
    ``completion_budget`` metric. The in-training evaluation uses the budget of the current step.
 5. Data order: ``_get_train_sampler`` wraps TRL's sampler (:mod:`countdown_rl.training.sampling`) so that a run
    resumed in epoch 1 or later trains on that epoch's order, as the uninterrupted run does (stock TRL's order).
+   With ``group_micro_batches``, ``_prepare_inputs`` re-splits each buffered generation batch so that a prompt's
+   rows share a micro-batch (:func:`countdown_rl.training.sampling.whole_group_micro_batches`).
 6. Log-prob passes: ``_get_per_token_logps_and_entropies`` runs each of TRL's row chunks prompt-once
    (:mod:`countdown_rl.training.shared_prompt`) where the run is set to (``shared_prompt_forward``; unset,
    :func:`prompt_once_default` decides by the measured rows) and it is exact (no active dropout, no router loss, no
@@ -158,6 +160,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self.args = CountdownGRPOConfig.from_trl(self.args)
         self._log_prob_counts: dict = {}  # what each log-prob pass ran (log_prob_passes)
         self._log_prob_said: set[str] = set()  # the reasons for a plain pass already logged
+        self._grouped = None  # the buffered generation batch group_micro_batches last re-split
         if self.args.shared_prompt_forward is True:
             reason = self._plain_pass_reason() or self._dropout_reason(self.model, training=True)
             if reason is not None:  # asked for explicitly: a run that cannot do it refuses
@@ -199,6 +202,18 @@ class CountdownGRPOTrainer(GRPOTrainer):
             return super()._load_optimizer_and_scheduler(checkpoint)
         finally:
             self.args.__dict__["_setup_devices"] = device
+
+    def _prepare_inputs(self, generation_batch):
+        inputs = super()._prepare_inputs(generation_batch)
+        # group_micro_batches: TRL has just buffered a new generation batch (shuffled, split): re-split it with each
+        # prompt's rows together (training.sampling), once per generation batch
+        if self.args.group_micro_batches and self.model.training and self._buffered_inputs is not self._grouped:
+            given = sorted(MULTIMODAL_KEYS & self._buffered_inputs[0].keys())
+            if given:
+                raise ValueError(f"group_micro_batches takes text-only rollouts, these carry {given[0]}; unset it")
+            self._buffered_inputs = self._grouped = sampling.whole_group_micro_batches(self._buffered_inputs)
+            inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]
+        return inputs
 
     def _get_train_sampler(self, dataset=None):
         # TRL's sampler draws epoch e's order as its (e+1)-th permutation: a run resumed in epoch e >= 1 would train

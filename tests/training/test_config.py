@@ -1,6 +1,8 @@
 """CountdownGRPOConfig: presets, derived TRL keys, and clashes reported with the keys that clash; the generation
 backend against TRL's keys (``use_vllm``, continuous batching), from the backend registry."""
 
+import re
+
 import pytest
 
 from countdown_rl.training.trainer import CountdownGRPOConfig
@@ -178,3 +180,22 @@ def test_the_config_examples_hold():
     import countdown_rl.training.config as config_module
 
     assert doctest.testmod(config_module).failed == 0
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    (dict(per_device_train_batch_size=4, num_generations=4, gradient_accumulation_steps=2, steps_per_generation=4),
+     "steps_per_generation=4 does not divide gradient_accumulation_steps=2"),
+    (dict(loss_type="bnpo"), "loss_type bnpo (token_mean) divides by each micro-batch's token count"),
+    (dict(entropy_coef=0.01), "the entropy bonus is a mean over each micro-batch's tokens"),
+    (dict(top_entropy_quantile=0.5), "top_entropy_quantile=0.5 takes its quantile over each micro-batch"),
+])
+def test_group_micro_batches_refuse_where_the_update_would_change(tmp_path, kwargs, why):
+    with pytest.raises(ValueError, match=rf"^group_micro_batches would change the update: {re.escape(why)}.*; unset group_micro_batches$"):
+        _config(tmp_path, group_micro_batches=True, **{"num_generations": 4, **kwargs})
+    assert _config(tmp_path, **{"num_generations": 4, **kwargs}).group_micro_batches is False  # fine without it
+
+
+def test_group_micro_batches_are_accepted_where_each_step_takes_whole_generation_batches(tmp_path):
+    cfg = _config(tmp_path, group_micro_batches=True, per_device_train_batch_size=4, num_generations=4,
+                  gradient_accumulation_steps=4, steps_per_generation=2, algorithm="dr_grpo", num_iterations=2)
+    assert cfg.group_micro_batches and cfg.generation_batch_size == 8

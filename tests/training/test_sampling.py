@@ -6,6 +6,7 @@
    crashes in step 5 resumes from checkpoint-4 (epoch 1.33, resumed mid-epoch) and ends bit-identical to the
    uninterrupted run. Before the fix the resumed steps trained on epoch 0's order: step 6 had other prompts
    (``num_tokens`` differed by 4) and the final weights differed by ~2e-5.
+3. ``group_micro_batches``: a generation batch re-split with each prompt's rows together gives TRL's update.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from countdown_rl.tasks.countdown.puzzles import generate_countdown
 from countdown_rl.training import sampling
 from countdown_rl.training.sampling import ResumableSampler
 from tests.helpers.train_runs import SMOKE, SimulatedCrash, assert_bit_identical, step_logs, toy_reward, train
+
+pytestmark = pytest.mark.comparison  # CI runs it again under another processor's kernels
 
 SHAPES = {  # TRL's sampler as GRPO builds it: (rows, num_generations, prompts a generation, num_iterations x steps)
     "one-generation-a-step": (6, 4, 2, 1),
@@ -81,3 +84,32 @@ def test_a_run_resumed_in_its_second_epoch_ends_as_the_uninterrupted_run(tiny_mo
     assert [round(h["epoch"], 2) for h in history if "loss" in h] == [0.33, 0.67, 1.0, 1.33, 1.67, 2.0]
     assert_bit_identical(full / "model.safetensors", resumed / "model.safetensors")
     assert step_logs(resumed) == step_logs(full)  # num_tokens among them: the same prompts in step 5
+
+
+@pytest.mark.parametrize("options", [
+    pytest.param(dict(), id="dapo"),
+    pytest.param(dict(algorithm="grpo", beta=0.04, num_iterations=2), id="grpo-kl-it2"),
+])
+def test_whole_group_micro_batches_give_trls_update(tiny_model_dir, tmp_path, options):
+    """Two micro-batches of 4 rows per optimizer step, one generation batch of 2 groups of 4: TRL's shuffle mixes the
+    groups, group_micro_batches keeps each in one micro-batch (one prompt each, shared), and the weights after 2 steps
+    are TRL's (SGD, so a float-noise gradient stays noise; tolerance as the prompt-once comparisons: the same sums
+    in another order, then float noise through one step)."""
+    import torch
+
+    from tests.helpers.trainers import tiny_trainer
+
+    runs = {}
+    for grouped in (False, True):
+        trainer = tiny_trainer(tiny_model_dir, tmp_path / str(grouped), task=None, group_micro_batches=grouped,
+                               per_device_train_batch_size=4, gradient_accumulation_steps=2, optim="sgd",
+                               learning_rate=0.1, generation_kwargs={"sequence_bias": [[[3], 4.0]]}, **options)
+        trainer.train()
+        runs[grouped] = trainer
+    for (name, off), on in zip(runs[False].model.named_parameters(), runs[True].model.parameters(), strict=True):
+        torch.testing.assert_close(on, off, rtol=1e-4, atol=1e-6, msg=name)
+    shared = runs[True].log_prob_passes["loss"]
+    assert set(shared) == {"prompt-once"} and shared["prompt-once"]["distinct_prompts"] == shared[
+        "prompt-once"]["micro_batches"]  # one prompt per micro-batch
+    mixed = runs[False].log_prob_passes["loss"]
+    assert sum(c["distinct_prompts"] for c in mixed.values()) > sum(c["micro_batches"] for c in mixed.values())

@@ -27,6 +27,7 @@ PINNED = {
                                                   "num_generations", "has_tool_images"]),
     "_load_optimizer_and_scheduler": ("transformers:Trainer", ["self", "checkpoint"]),
     "_get_train_sampler": ("trl:GRPOTrainer", ["self", "dataset"]),
+    "_prepare_inputs": ("trl:GRPOTrainer", ["self", "generation_batch"]),
     # what the hooks call and read
     "_get_per_token_logps_and_entropies": ("trl:GRPOTrainer", ["self", "model", "input_ids", "attention_mask",
                                                                "logits_to_keep", "batch_size", "compute_entropy",
@@ -45,6 +46,8 @@ PINNED = {
     "_get_output_dir": ("transformers:Trainer", ["self", "trial"]),
     "_get_grad_norm": ("transformers:Trainer", ["self", "model", "grad_norm"]),
     "_step": ("trl:GRPOTrainer", None),
+    # group_micro_batches re-splits the generation batch TRL buffers (training/trainer.py)
+    "_buffered_inputs": ("trl:GRPOTrainer", None),
 }
 
 
@@ -155,3 +158,12 @@ def test_what_the_loss_hooks_rely_on():
     assert _PER_ROW | _PER_LOCAL_TOKEN | {"dapo", "cispo", "vespo"} == set(TRL_LOSS_TYPES)
     # the one policy forward a loss call makes, which hybrid's second TRL pass reuses
     assert source.count("self._get_per_token_logps_and_entropies(") == 1
+
+
+def test_the_generation_batch_is_shuffled_then_split_and_buffered():
+    """group_micro_batches re-splits what _prepare_inputs buffers: TRL's shuffled generation batch, split into
+    steps_per_generation micro-batches, the current one taken at self._step."""
+    source = inspect.getsource(GRPOTrainer._prepare_inputs)
+    assert "generation_batch = shuffle_sequence_dict(generation_batch)" in source
+    assert "split_tensor_dict(generation_batch, self.args.steps_per_generation)" in source
+    assert "inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]" in source
