@@ -251,7 +251,8 @@ TOPICS = {
     "bad_invocations": "every command's bad input, as real subprocesses",
 }
 # tests/test_<name>.py: the repository's parts outside the package
-REPOSITORY_TESTS = {"layout", "readme", "packaging", "recipes", "accelerate_configs", "slurm", "studies", "benchmarks"}
+REPOSITORY_TESTS = {"layout", "readme", "docs", "packaging", "recipes", "accelerate_configs", "slurm", "studies",
+                    "benchmarks"}
 
 
 def test_tests_mirror_the_package():

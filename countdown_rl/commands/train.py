@@ -53,7 +53,7 @@ def build_parser():
         "overrides of the keys below.",
         formatter_class=_HelpFormatter,
         epilog=examples(
-            "countdown-rl train --config recipes/smoke/cpu_tiny.yaml                 a CPU smoke run (README, docs/demo.md)",
+            "countdown-rl train --config recipes/smoke/cpu_tiny.yaml     a CPU smoke run (setup: docs/demo.md)",
             "accelerate launch --config_file accelerate_configs/single_gpu.yaml -m countdown_rl.commands.train "
             "--config recipes/countdown/qwen3-1.7b/grpo_512.yaml",
             "countdown-rl train --config recipes/countdown/qwen3-1.7b/grpo_512.yaml --learning_rate 5e-6 "

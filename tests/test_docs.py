@@ -1,0 +1,121 @@
+"""The documentation stays true: every relative link resolves (its file exists, its #anchor is a heading there), the
+README keeps its order and length, and no user-facing text (README, docs, CHANGELOG, RESULTS, recipes, the command
+line's help) speaks of the project's history instead of the user's task."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.env import ROOT
+
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+LINKED = [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "RESULTS.md", *DOCS]
+README_SECTIONS = [
+    "Contents", "Install", "1. The CPU demo", "2. GRPO vs Dr.GRPO on Qwen3-1.7B", "3. Scaling out",
+    "4. LoRA and the Hub", "5. Tasks", "6. Adding a task", "7. Our keys vs TRL's", "Results", "Troubleshooting",
+    "Development",
+]
+# Words of the project's history, not of the user's task (case-insensitive).
+HISTORY = [
+    r"\bissues? ?#\d+",  # "issue #41"
+    r"\(issue\b",  # "(issue: verifier ...)"
+    r"(?<![\w(/#-])#\d+\b",  # "#41" (an anchor such as (#1-the-cpu-demo) is not one)
+    r"\bsessions?\b",
+    r"\bseeds?[ /]00\d\b",  # "seed 002", "seeds/000" (file names such as benchmarks/seed002_study.py are names)
+    r"\b(?:the|an?) assignment\b|\bassignment's",
+    r"no GPU was lent",
+    r"the pools of the figures",
+]
+
+
+def _prose(text: str) -> str:
+    """The text without fenced code blocks (a link or heading inside one is not one)."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens.
+
+    >>> slug("2. GRPO vs Dr.GRPO on Qwen3-1.7B")
+    '2-grpo-vs-drgrpo-on-qwen3-17b'
+    """
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())  # a link: its text
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading's anchor in a Markdown file (a repeated heading gets -1, -2, ... as on GitHub)."""
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *#*$", _prose(path.read_text(encoding="utf-8")), flags=re.M):
+        base = slug(heading)
+        found.add(base if base not in seen else f"{base}-{seen[base]}")
+        seen[base] = seen.get(base, 0) + 1
+    return found
+
+
+def test_slug_and_anchors_follow_github():
+    assert slug("7. Our keys vs TRL's") == "7-our-keys-vs-trls"
+    assert slug("Faster generation without vLLM: `generation_backend: compiled`") == (
+        "faster-generation-without-vllm-generation_backend-compiled")
+    assert "1-the-cpu-demo" in anchors(ROOT / "README.md")
+
+
+@pytest.mark.parametrize("path", LINKED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(path):
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", _prose(path.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):  # https:, mailto: ... (not checked offline)
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+            broken.append(f"{target}: no heading #{anchor} in {linked.relative_to(ROOT)}")
+    assert not broken, f"{path.relative_to(ROOT)}: {broken}"
+
+
+def test_the_readme_is_short_and_in_the_newcomers_order():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 200
+    assert re.findall(r"^## (.+)$", _prose(readme), flags=re.M) == README_SECTIONS
+    assert readme.count("\n# ") == 0 and readme.startswith("# countdown-rl\n")
+
+
+def _help_strings() -> list[tuple[str, str]]:
+    """What the command line prints in --help: every string in cli.py and the commands (their docstrings are the
+    descriptions), and the help of the data keys and of our training config's keys."""
+    found = []
+    for path in [ROOT / "countdown_rl" / "cli.py", *sorted((ROOT / "countdown_rl" / "commands").glob("*.py"))]:
+        found += [(path.name, node.value) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    for path in (ROOT / "countdown_rl" / "data" / "arguments.py", ROOT / "countdown_rl" / "training" / "config.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            helps = []
+            if isinstance(node, ast.Dict):
+                helps = [v for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant) and k.value == "help"]
+            elif isinstance(node, ast.Call):
+                helps = [kw.value for kw in node.keywords if kw.arg == "help"]
+            found += [(path.name, sub.value) for value in helps for sub in ast.walk(value)
+                      if isinstance(sub, ast.Constant) and isinstance(sub.value, str)]
+    return found
+
+
+def _user_facing_text() -> list[tuple[str, str]]:
+    texts = [(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")) for path in LINKED]
+    for recipe in sorted((ROOT / "recipes").rglob("*.yaml")):
+        comments = "\n".join(line for line in recipe.read_text(encoding="utf-8").splitlines() if "#" in line)
+        texts.append((str(recipe.relative_to(ROOT)), comments))
+    return texts + _help_strings()
+
+
+def test_user_facing_text_has_no_history_words():
+    hits = [f"{where}: {match.group(0)!r} in ...{text[max(0, match.start() - 40):match.end() + 40]!r}..."
+            for where, text in _user_facing_text() for pattern in HISTORY
+            for match in re.finditer(pattern, text, flags=re.I)]
+    assert not hits, "\n".join(hits[:30]) + (f"\n... {len(hits)} in all" if len(hits) > 30 else "")
