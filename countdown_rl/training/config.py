@@ -140,6 +140,16 @@ class CountdownGRPOConfig(GRPOConfig):
                   "say why. true: on, and a run where it cannot run refuses at the start. false: TRL's plain pass. "
                   "The run record's extra.log_prob_passes counts what each pass ran."},
     )
+    trl_eval_metrics: bool = field(
+        default=False,
+        metadata={"help": "With a task's evaluation set (the task's columns), the evaluation scores greedy completions "
+                  "by the task (eval_accuracy, eval_partial, eval_failed, eval_mean_completion_tokens); true also "
+                  "runs TRL's evaluation beside it (eval_loss, eval_reward, eval_rewards/..., over "
+                  "num_generations_eval sampled completions per prompt, several times the task's cost), its metrics "
+                  "in the same evaluation. A metric_for_best_model (or load_best_model_at_end's eval_loss) that the "
+                  "evaluation will not compute is refused when the trainer is built. Without a task's evaluation "
+                  "set TRL's evaluation runs as usual."},
+    )
     group_micro_batches: bool = field(
         default=False,
         metadata={"help": "Split each generation batch into micro-batches that keep a prompt's completions together "

@@ -9,7 +9,9 @@
    finished ranks stepping (``synced_gpus``).
 3. The results are gathered once, in row order; with ``final=True`` they go to ``<output_dir>/eval``.
 
-It reads TRL's private state (``_last_loaded_step``), so it lives in :mod:`countdown_rl.training`.
+The trainer's ``evaluate`` logs its metrics (``eval_accuracy``, ...); with ``trl_eval_metrics`` it runs TRL's
+evaluation too (``eval_loss``, ``eval_reward``, ...) and logs both as one evaluation. It reads TRL's private state
+(``_last_loaded_step``), so it lives in :mod:`countdown_rl.training`.
 """
 
 from __future__ import annotations

@@ -161,12 +161,14 @@ class CountdownGRPOTrainer(GRPOTrainer):
         self._log_prob_counts: dict = {}  # what each log-prob pass ran (log_prob_passes)
         self._log_prob_said: set[str] = set()  # the reasons for a plain pass already logged
         self._grouped = None  # the buffered generation batch group_micro_batches last re-split
+        self._task_eval_metrics: dict | None = None  # trl_eval_metrics: the task's, for TRL's evaluation to log
         if self.args.shared_prompt_forward is True:
             reason = self._plain_pass_reason() or self._dropout_reason(self.model, training=True)
             if reason is not None:  # asked for explicitly: a run that cannot do it refuses
                 raise ValueError(f"shared_prompt_forward: true cannot run here: {reason}; leave it unset (the plain "
                                  "pass then runs and the run record says why) or set it false")
         self.task = task
+        self._refuse_missing_best_metric()
         self._gathered_rewards_per_func: torch.Tensor | None = None
         self._loss_forward: list | None = None  # the policy forward of the _compute_loss under way (hybrid reuses it)
         # The backend's own rollout generator (generation.backends), or None: TRL generates the rollouts.
@@ -312,27 +314,69 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
     # -- evaluation and model card ---------------------------------------------------------------------------
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"):
-        """Greedy scoring of the held-out subset by the task (``eval_accuracy``, ``eval_partial``, ...).
+        """Greedy scoring of the held-out subset by the task (``eval_accuracy``, ``eval_partial``, ...); with
+        ``trl_eval_metrics`` TRL's evaluation too (``eval_loss``, ``eval_reward``, ...), in one set of metrics.
 
         Without a task, or a dataset without the task's columns, TRL's own evaluation runs (loss on generated
         batches).
         """
-        dataset = self.eval_dataset if eval_dataset is None else eval_dataset
-        if isinstance(dataset, str):  # one of a dict of eval datasets, by name (transformers' loop over the dict)
-            dataset = self.eval_dataset[dataset]
-        columns = () if isinstance(dataset, dict) else getattr(dataset, "column_names", None) or ()
-        if not self._has_task_columns(columns):  # no task, a dict (TRL loops, calling back here), no task columns
+        dataset = self._eval_set(eval_dataset)
+        if not self._has_task_columns(self._columns(dataset)):  # no task, a dict (TRL loops, calling back here)
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
         from countdown_rl.evaluation.scoring import outcome_metrics
 
         result = self.evaluate_task(dataset)
         metrics = {f"{metric_key_prefix}_{key}": value for key, value in outcome_metrics(result).items()}
+        if self.args.trl_eval_metrics:  # TRL's evaluation; log() adds ours to its metrics (one line, one event)
+            self._task_eval_metrics = metrics
+            try:
+                return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+            finally:
+                self._task_eval_metrics = None
         was_training = self.model.training
         self.model.eval()  # GRPOTrainer.log flushes the metrics of the current mode: keep the train ones
         self.log(dict(metrics))
         self.model.train(was_training)
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
+
+    def log(self, logs, *args, **kwargs):
+        if getattr(self, "_task_eval_metrics", None) is not None and not self.model.training:
+            # TRL's evaluate logs its metrics dict, then passes that same dict to on_evaluate and returns it
+            logs.update(self._task_eval_metrics)
+            self._task_eval_metrics = None
+        return super().log(logs, *args, **kwargs)
+
+    def _eval_set(self, eval_dataset=None):
+        dataset = self.eval_dataset if eval_dataset is None else eval_dataset
+        if isinstance(dataset, str):  # one of a dict of eval datasets, by name (transformers' loop over the dict)
+            dataset = self.eval_dataset[dataset]
+        return dataset
+
+    @staticmethod
+    def _columns(dataset) -> tuple:
+        return () if isinstance(dataset, dict) else tuple(getattr(dataset, "column_names", None) or ())
+
+    def _refuse_missing_best_metric(self) -> None:
+        """A ``metric_for_best_model`` the evaluation will not compute: refused now (transformers would fail at the
+        first evaluation, after training steps). Checked where every evaluation set is the task's and TRL's
+        evaluation does not run (``trl_eval_metrics`` false)."""
+        name = self.args.metric_for_best_model
+        if name is None or self.eval_dataset is None or self.args.trl_eval_metrics:
+            return
+        from countdown_rl.evaluation.scoring import outcome_metrics, summarise
+
+        sets = self.eval_dataset if isinstance(self.eval_dataset, dict) else {None: self.eval_dataset}
+        if not all(self._has_task_columns(self._columns(dataset)) for dataset in sets.values()):
+            return  # TRL's evaluation runs on some set: its metrics exist
+        keys = outcome_metrics(summarise([{"outcome": "failed", "num_tokens": 1, "truncated": False,
+                                           "sample_index": 0}], 1))
+        computed = [f"eval_{'' if set_name is None else set_name + '_'}{key}" for set_name in sets for key in keys]
+        wanted = name if name.startswith("eval_") else f"eval_{name}"
+        if wanted not in computed:
+            raise ValueError(f"metric_for_best_model={name!r}: the task's evaluation computes {', '.join(computed)}, "
+                             f"not {wanted}; name one of those, or set trl_eval_metrics: true to run TRL's "
+                             "evaluation (eval_loss, eval_reward, ...) beside it")
 
     def evaluate_task(self, dataset, final: bool = False):
         """Score ``dataset`` greedily at the current budget, on every process, gathered in row order; with

@@ -181,3 +181,45 @@ def test_in_training_evaluation_logs_countdown_metrics_and_final_eval_reaches_th
     card = (tmp_path / "README.md").read_text()
     assert "- dr-grpo" in card and "- countdown-rl" in card and "generated-puzzles" in card
     assert f"| 8 | {100 * result.accuracy:.1f}% | {result.correct} / {result.partial} / {result.failed} |" in card
+
+
+def test_trl_eval_metrics_are_computed_beside_the_tasks_in_one_evaluation(tiny_model_dir, tmp_path):
+    """trl_eval_metrics: one evaluation holds the task's greedy metrics and TRL's (loss, rewards over
+    num_generations_eval sampled completions per prompt): in the returned dict, the logged line and the one
+    on_evaluate event that early stopping and best-model selection read."""
+    from transformers import TrainerCallback
+
+    events = []
+
+    class Seen(TrainerCallback):
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            events.append(dict(metrics))
+
+    trainer = tiny_trainer(tiny_model_dir, tmp_path, eval_dataset=puzzle_rows(2), trl_eval_metrics=True,
+                           per_device_eval_batch_size=4, num_generations_eval=4)
+    trainer.add_callback(Seen())
+    metrics = trainer.evaluate()
+    wanted = {"eval_accuracy", "eval_partial", "eval_failed", "eval_mean_completion_tokens", "eval_loss",
+              "eval_reward", "eval_rewards/char_diversity_reward/mean"}
+    assert wanted <= set(metrics) and len(events) == 1 and wanted <= set(events[0])
+    assert wanted <= set(trainer.state.log_history[-1])
+    task_only = tiny_trainer(tiny_model_dir, tmp_path / "task", eval_dataset=puzzle_rows(2)).evaluate()
+    assert set(task_only) == {"eval_accuracy", "eval_partial", "eval_failed", "eval_mean_completion_tokens"}
+
+
+def test_a_best_model_metric_the_evaluation_will_not_compute_is_refused_before_training(tiny_model_dir, tmp_path):
+    """Only the task's metrics exist without trl_eval_metrics: eval_reward (or load_best_model_at_end's default,
+    eval_loss) would fail at the first evaluation, after training steps; the trainer refuses when built."""
+    rows = puzzle_rows(2)
+    with pytest.raises(ValueError, match=r"^metric_for_best_model='eval_reward': the task's evaluation computes "
+                                         r"eval_accuracy, eval_partial, eval_failed, eval_mean_completion_tokens, "
+                                         r"not eval_reward; name one of those, or set trl_eval_metrics: true"):
+        tiny_trainer(tiny_model_dir, tmp_path / "a", eval_dataset=rows, metric_for_best_model="eval_reward")
+    with pytest.raises(ValueError, match=r"^metric_for_best_model='loss'.*not eval_loss"):
+        tiny_trainer(tiny_model_dir, tmp_path / "b", eval_dataset=rows, load_best_model_at_end=True,
+                     eval_strategy="steps", save_strategy="steps")
+    assert tiny_trainer(tiny_model_dir, tmp_path / "c", eval_dataset=rows, metric_for_best_model="accuracy")
+    assert tiny_trainer(tiny_model_dir, tmp_path / "d", eval_dataset=rows, metric_for_best_model="eval_reward",
+                        trl_eval_metrics=True, per_device_eval_batch_size=4)
+    assert tiny_trainer(tiny_model_dir, tmp_path / "e", task=None, eval_dataset=rows,  # no task: TRL's evaluation
+                        metric_for_best_model="eval_reward", per_device_eval_batch_size=4)
