@@ -123,22 +123,22 @@ def _extras() -> set[str]:
     return set(re.findall(r"^([\w-]+) = \[", table, flags=re.M))
 
 
-@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_extra_installed_exists(path):
     named = {extra for piece in _code(path.read_text()) for group in re.findall(r"\.\[([\w,-]+)\]", piece)
              for extra in group.split(",")}
     assert named <= _extras(), sorted(named - _extras())
-    if path.name == "README.md":  # the GPU section installs vLLM and the logger its recipes report to
+    if path == ROOT / "README.md":  # the GPU section installs vLLM and the logger its recipes report to
         assert {"test", "vllm", "tensorboard"} <= named
 
 
-@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_file_and_recipe_named_exists(path):
     tokens = [token.strip("'\",:;()") for piece in _code(path.read_text()) for token in piece.split()]
     paths = [t for t in tokens if t.split("/")[0] in REPO_FOLDERS and "/" in t and not re.search(r"[<>*$]", t)]
     recipes = {p.name for p in (ROOT / "recipes").rglob("*.yaml")}
     missing = [t for t in paths if not (ROOT / t).exists()]
-    if path.name == "README.md":  # its recipe table names recipes by file name
+    if path == ROOT / "README.md":  # its recipe table names recipes by file name
         missing += [t for t in tokens if re.fullmatch(r"[\w.-]+\.yaml", t) and t not in recipes | {"spec.yaml"}]
     assert not missing, missing
 
@@ -165,7 +165,7 @@ def _unknown_flags(text: str) -> list[str]:
     return wrong
 
 
-@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_countdown_rl_flag_in_the_docs_is_accepted(path):
     assert not _unknown_flags(path.read_text())
 
