@@ -47,7 +47,7 @@ def check_server(url: str, model: str, key: str = "--vllm_server_url", timeout: 
         models = requests.get(f"{url}/v1/models", timeout=timeout) if health.status_code == 200 else None
     except requests.exceptions.RequestException as err:
         raise ValueError(f"{key} {url}: no server answers ({type(err).__name__}); start one with `trl vllm-serve "
-                         "--model MODEL --host 127.0.0.1` (README: vLLM on the CPU)") from None
+                         "--model MODEL --host 127.0.0.1` (docs/vllm-cpu.md)") from None
     if models is None or models.status_code != 200:
         code = health.status_code if models is None else models.status_code
         raise ValueError(f"{key} {url}: the server is not ready (HTTP {code})")

@@ -141,7 +141,7 @@ def check_launch(use_cpu: bool | None, env: Mapping[str, str] | None = None, *,
         raise LaunchError(
             f"this is one of {request.slurm_tasks} SLURM tasks (SLURM_STEP_NUM_TASKS) but forms a job of "
             f"{request.num_processes} process(es): the tasks would train separately in one output_dir; start one "
-            "torchrun per node under srun (the README's multi-node script), or a single task")
+            "torchrun per node under srun (slurm/train_multinode.sbatch), or a single task")
     if on_cpu and request.kind == "DeepSpeed":
         raise LaunchError("DeepSpeed cannot run on the CPU: accelerate would train with DDP instead; use "
                           "accelerate_configs/fsdp.yaml (FSDP2) or ddp.yaml on the CPU, DeepSpeed on GPUs")

