@@ -185,6 +185,7 @@ def lora_runs(tiny_model_dir, puzzles, tmp_path_factory):
                        lambda out: str(out / "checkpoint-2"))
 
 
+@pytest.mark.comparison
 def test_full_fine_tuning_resumes_bit_exactly(full_runs):
     check_resume(full_runs, "model.safetensors")
     # the run record says which log-prob pass and rollouts ran (the smoke recipe leaves both at their defaults)
@@ -192,6 +193,7 @@ def test_full_fine_tuning_resumes_bit_exactly(full_runs):
     assert (extra["log_prob_pass"], extra["rollouts"]) == ("prompt-once", "transformers")  # TRL's plain generate
 
 
+@pytest.mark.comparison
 def test_lora_resumes_bit_exactly(lora_runs):
     check_resume(lora_runs, "adapter_model.safetensors")
 
@@ -230,6 +232,7 @@ def test_lora_saves_an_adapter_only(lora_runs):
     assert json.loads((out / "adapter_config.json").read_text())["base_model_name_or_path"]
 
 
+@pytest.mark.comparison
 def test_merged_model_equals_base_plus_adapter(lora_runs, tiny_model_dir):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer

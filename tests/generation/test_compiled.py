@@ -41,7 +41,8 @@ from tests.helpers.trainers import logged, tiny_trainer
 
 EOS_ID = 3  # <|im_end|> in the tiny tokenizer
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: tiny models, one thread
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"),  # conftest: tiny models, one thread
+              pytest.mark.comparison]  # CI runs it again under another processor's kernels
 
 
 @pytest.fixture(autouse=True)

@@ -128,6 +128,7 @@ def test_fsdp2_on_the_cpu_trains_evaluates_saves_and_says_so(fsdp2_runs):
     assert (full / "checkpoint-4" / "model.safetensors").is_file()
 
 
+@pytest.mark.comparison
 @pytest.mark.slow
 def test_fsdp2_resumes_bit_exactly_and_equals_ddp(fsdp2_runs):
     runs, full, resumed, ddp = fsdp2_runs
@@ -164,6 +165,7 @@ def test_prompt_once_under_fsdp2_runs_the_plain_pass_and_says_why(fsdp2_runs):
     assert not (full.parent / "asked" / "model.safetensors").exists()
 
 
+@pytest.mark.comparison
 @pytest.mark.slow
 def test_fsdp2_final_evaluation_equals_one_process_eval_of_the_saved_model(fsdp2_runs, puzzles, tmp_path):
     _, full, _, _ = fsdp2_runs
@@ -190,6 +192,7 @@ def test_lora_under_fsdp2(tiny_model_dir, puzzles, tmp_path):
     assert (out / "adapter_model.safetensors").is_file() and (out / "merged" / "model.safetensors").is_file()
 
 
+@pytest.mark.comparison
 @pytest.mark.slow
 def test_two_ddp_processes_stop_together_and_resume_bit_exactly(tiny_model_dir, puzzles, tmp_path):
     """The resume that transformers 5.17 broke on the CPU (optimizer.pt mapped to 'cpu:0'), fixed in the trainer."""

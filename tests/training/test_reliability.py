@@ -69,6 +69,7 @@ SIGNAL_CASES = {
 }
 
 
+@pytest.mark.comparison
 @pytest.mark.slow  # three real signals, each a stopped run plus a resumed one as processes
 @pytest.mark.parametrize("case", list(SIGNAL_CASES))
 def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterrupted, tiny_model_dir, puzzles,
@@ -125,6 +126,7 @@ def test_two_processes_stop_at_the_same_step_when_one_gets_the_signal(tiny_model
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.comparison
 @pytest.mark.slow  # a killed run and its resume, as processes
 def test_a_kill_mid_save_keeps_the_previous_checkpoint_and_resume_uses_it(uninterrupted, tiny_model_dir, puzzles,
                                                                           tmp_path):

@@ -16,6 +16,8 @@ from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrai
 from tests.helpers.trainers import (TINY_ARGS, GradientRecorder, char_diversity_reward, logged, puzzle_rows,
                                     tiny_trainer)
 
+pytestmark = pytest.mark.comparison  # CI runs it again under another processor's kernels
+
 # TRL's own options, each with metrics only it logs (besides loss, entropy, reward ...)
 TRL_OPTIONS = [
     pytest.param(dict(), ["clip_ratio/low_min", "clip_ratio/high_max"], id="dapo-default"),
