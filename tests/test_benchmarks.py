@@ -226,13 +226,13 @@ def test_reward_throughput_quick_measures_every_task():
     assert "goal: a 64-batch under 3% of the GPU step" in out
 
 
+@pytest.mark.comparison
 @pytest.mark.slow  # the skip's update: the default tier (tests/training/test_trainer_parity.py); this is the script
 def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
     stdout = _run("zero_advantage_skip.py", "--model", "tiny", "--reward", "dense", "--batches", "2", "--repeats",
                   "1", "--tokens", "16")
     header, [row] = _table(stdout)
     cells = dict(zip(header, row))
-@pytest.mark.comparison
     assert cells["completions"] == "32" and 0 <= int(cells["zero-advantage share"].rstrip("%")) <= 100
     off, on = float(cells["loss + backward, skip off"].rstrip(" s")), float(cells["skip on"].rstrip(" s"))
     assert off > 0 and on > 0
@@ -243,13 +243,13 @@ def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
     assert float(cells["largest gradient difference (relative norm)"]) < 1e-3
 
 
+@pytest.mark.comparison
 @pytest.mark.parametrize("model", ["tiny", pytest.param("qwen3-shape", marks=pytest.mark.slow)])
 def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
     stdout = _run("shared_prompt.py", "--model", model, "--tokens", "16", "--repeats", "1")
     header, [row] = _table(stdout)
     cells = dict(zip(header, row))
     assert cells["model"] == model and cells["rows x (prompt + completion) tokens"].startswith("32 x (")
-@pytest.mark.comparison
     prompt, completion = map(int, re.findall(r"\d+", cells["rows x (prompt + completion) tokens"])[1:])
     assert completion <= 16
     ideal = 32 * (prompt + completion) / (4 * (prompt - 1) + 32 * (completion + 1))
@@ -262,6 +262,7 @@ def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
     assert float(cells["GFLOP/s off / on (matmul peak)"].split("(")[1].rstrip(")")) > 0  # the machine's matmul rate
 
 
+@pytest.mark.comparison
 @pytest.mark.slow  # bf16 SFT itself is in the default tier (tests/commands/test_warmup.py); this is the script
 def test_sft_precision_times_both_ways_and_trains_the_same_to_rounding():
     stdout = _run("sft_precision.py", "--model", "tiny", "--steps", "3", "--repeats", "1")
@@ -272,8 +273,6 @@ def test_sft_precision_times_both_ways_and_trains_the_same_to_rounding():
     [fp32], [bf16] = record["fp32"], record["bf16"]
     assert fp32["step_s"] > 0 and bf16["step_s"] > 0
     assert float(cells["bf16 / fp32"].rstrip("x")) == pytest.approx(bf16["step_s"] / fp32["step_s"], abs=0.006)
-
-@pytest.mark.comparison
     # the same steps on the same traces: bf16 autocast changes the loss by rounding only, but does change it
     assert bf16["last_loss"] != fp32["last_loss"] and bf16["last_loss"] == pytest.approx(fp32["last_loss"], rel=1e-2)
 
