@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ import yaml
 from countdown_rl.commands.sweep import main as sweep_main
 from countdown_rl.sweeps.runner import slurm_script
 from countdown_rl.sweeps.spec import expand, parse_spec
-from tests.helpers.sweeps import ENV, SMOKE, base_recipe, run_info, write_spec
+from tests.helpers.sweeps import ENV, SMOKE, base_recipe, run_info, sweep_process, write_spec
 
 
 def test_a_one_run_sweep_trains_skips_and_reports(tmp_path, tiny_model_dir, puzzles, capsys, monkeypatch):
@@ -212,8 +213,8 @@ def test_jobs_runs_at_once_passes_a_signal_to_every_run_and_resumes(tmp_path, ti
     a checkpoint (exit 75) and starts nothing new; the next invocation resumes both and finishes."""
     base = base_recipe(tmp_path, tiny_model_dir, puzzles)
     spec = write_spec(tmp_path, {"name": "jobs", "base": str(base), "axes": {"beta": [0.0]}, "seeds": [0, 1, 2],
-                                 "overrides": {"max_steps": 12}, "output_root": "sweep"})
-    runs = expand(parse_spec(spec, known_keys={"beta"}))
+                                 "overrides": {"max_steps": 12}, "output_root": str(tmp_path / "sweep")})
+    runs = expand(parse_spec(spec, known_keys={"beta", "max_steps"}))
     first = sweep_process(spec, tmp_path, "--jobs", "2")
     seen: set[str] = set()
     lines = []
