@@ -15,6 +15,7 @@
   compiled backend under bf16 autocast, timed (the compiled one must not have fallen back).
 * ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
   rows and the minutes saved from the runs' own records.
+* ``benchmarks/gpu_transport.py split`` / ``join``: a file in checked parts and back, a changed or missing part refused.
 
 Several are in the slow tier (marked, each saying where the default tier tests what its script measures).
 """
@@ -341,3 +342,36 @@ def test_demo_rl_stage_times_both_passes_from_one_sft_model(tiny_model_dir, tmp_
         assert record["extra"]["log_prob_pass"] == ("plain" if flag == "false" else "prompt-once")
     assert (out / "sft" / "model.safetensors").exists()
     assert re.search(r"RL stage off / on: \d+\.\d\dx; minutes saved: -?\d+\.\d of \d+\.\d", stdout)
+
+
+def test_gpu_transport_splits_and_joins_a_file_checked_part_by_part(tmp_path):
+    """``gpu_transport.py split`` / ``join``: the parts under the size asked for, round two folders (two device
+    calls), joined back byte for byte; a changed or missing part is one line naming it, with nothing left behind."""
+    import os
+
+    data = os.urandom(2_500_000)
+    (tmp_path / "model.gguf").write_bytes(data)
+    one, two = tmp_path / "model-1", tmp_path / "model-2"
+    out = _run("gpu_transport.py", "split", str(tmp_path / "model.gguf"), "--out", str(one), str(two),
+               "--part-mib", "1")
+    assert "model.gguf: 3 parts" in out
+    sizes = {p.name: p.stat().st_size for folder in (one, two) for p in folder.glob("*.part*")}
+    assert sizes == {"model.gguf.part000": 2**20, "model.gguf.part002": 2_500_000 - 2 * 2**20,
+                     "model.gguf.part001": 2**20}
+    assert sorted(p.name for p in two.glob("*.part*")) == ["model.gguf.part001"]
+    joined = tmp_path / "there"
+    joined.mkdir()
+    assert "joined and checked" in _run("gpu_transport.py", "join", str(one), str(two), "--out", str(joined))
+    assert (joined / "model.gguf").read_bytes() == data
+
+    (two / "model.gguf.part001").write_bytes(b"x" + data[2**20 + 1:2 * 2**20])  # one byte changed
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_transport.py"), "join", str(one), str(two),
+                           "--out", str(bad)], capture_output=True, text=True, env=offline_env())
+    assert done.returncode == 2 and "model.gguf.part001: 1048576 bytes, not the 1048576 with the SHA-256" in done.stderr
+    assert done.stderr.count("\n") == 1 and list(bad.iterdir()) == []
+    (two / "model.gguf.part001").unlink()
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_transport.py"), "join", str(one), str(two),
+                           "--out", str(bad)], capture_output=True, text=True, env=offline_env())
+    assert done.returncode == 2 and "model.gguf.part001: missing" in done.stderr and list(bad.iterdir()) == []
