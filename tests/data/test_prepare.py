@@ -15,6 +15,23 @@ from tests.helpers.countdown_rows import TASK, N, prepare_countdown, plain, with
 # ---------------------------------------------------------------------------------------------------- prepare
 
 
+def test_prepare_all_rows_keeps_every_row_as_given(tmp_path, rows):
+    """eval --all_rows' data: every row of the file in its order, a repeated problem too, no hold-out; the task's
+    own row checks still apply (a bad row is dropped and counted with on_invalid_rows=drop)."""
+    from countdown_rl.data.arguments import DataArguments
+    from countdown_rl.data.prepare import prepare_all_rows
+
+    raw, copies = with_duplicates(rows, seed=2)
+    write_jsonl([*raw, {"nums": [1, 2], "target": "x"}], tmp_path / "raw.jsonl")
+    data = DataArguments(dataset_name=str(tmp_path / "raw.jsonl"), on_invalid_rows="drop")
+    scored, info = prepare_all_rows(data)
+    assert copies > 0 and plain(scored) == plain(raw)
+    assert (info.raw, info.invalid_dropped, info.duplicates_removed, info.train, info.test) == (
+        len(raw) + 1, 1, 0, 0, len(raw))
+    assert info.split_method == "all rows" and scored[0]["prompt"] == build_prompt(raw[0]["nums"], raw[0]["target"],
+                                                                                    "r1_zero")
+
+
 def test_prepare_r1_zero(tmp_path, rows):
     raw, copies = with_duplicates(rows, seed=2)
     write_jsonl(raw, tmp_path / "raw.jsonl")
