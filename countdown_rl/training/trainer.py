@@ -119,7 +119,7 @@ class LogProbPassRecord(TrainerCallback):
     def _update(self, args) -> None:
         trainer = self.trainer
         if trainer.accelerator.is_main_process and trainer._log_prob_counts:
-            update_extra(args.output_dir, log_prob_pass=trainer.log_prob_pass,
+            update_extra(args.output_dir, log_prob_pass=trainer.log_prob_pass_ran,
                          log_prob_passes=trainer.log_prob_passes)
 
     def on_save(self, args, state, control, **kwargs):
@@ -469,31 +469,35 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
     @property
     def log_prob_pass(self) -> str:
-        """What the log-prob passes run, for the run record (``extra["log_prob_pass"]``): ``"prompt-once"``,
-        ``"plain"`` (the key false) or ``"plain (why)"``; once passes have run, what they ran:
-        ``"prompt-once in N of M micro-batches (plain: why)"`` where some ran plain, ``"plain (why)"`` where none
-        shared a prompt (counts: :attr:`log_prob_passes`)."""
+        """What the log-prob passes are set to run, for the run record (``extra["log_prob_pass"]``, written before
+        training): ``"prompt-once"``, ``"plain"`` (the key false) or ``"plain (why)"``. What they ran:
+        :attr:`log_prob_pass_ran`."""
         on, why = self._log_prob_choice()
-        reason = None if not on else (self._plain_pass_reason()
-                                      or self._dropout_reason(self.model, training=True))
-        counts = [c for kind in self._log_prob_counts.values() for c in kind.values()]
-        shared = sum(c["micro_batches"] for key, kind in self._log_prob_counts.items()
-                     for name, c in kind.items() if name == "prompt-once")
-        total = sum(c["micro_batches"] for c in counts)
-        plain_why = sorted({w for kind in self._log_prob_counts.values() for w in kind.get("plain", {}).get("why", {})})
-        if total and shared == total:
-            return "prompt-once"
-        if total and shared:
-            return f"prompt-once in {shared} of {total} micro-batches (plain: {'; '.join(plain_why)})"
-        if total and on and reason is None:  # set to share, and no micro-batch did
-            return f"plain ({'; '.join(plain_why)})"
         if not on:
             return "plain" if self.args.shared_prompt_forward is False else f"plain ({why})"
+        reason = self._plain_pass_reason() or self._dropout_reason(self.model, training=True)
         if reason is not None:
             return f"plain ({reason})"
         if self.aux_loss_enabled:
             return "prompt-once (the loss's own forward plain: a MoE router loss is computed over the whole rows)"
         return "prompt-once"
+
+    @property
+    def log_prob_pass_ran(self) -> str:
+        """What the log-prob passes ran (the record's ``log_prob_pass`` once they have run): ``"prompt-once"`` where
+        every micro-batch shared, ``"prompt-once (plain in N of M micro-batches: why)"``, ``"plain (why)"`` where none
+        did; :attr:`log_prob_pass` before any pass (counts: :attr:`log_prob_passes`)."""
+        ways = [(way, c) for kind in self._log_prob_counts.values() for way, c in kind.items()]
+        total = sum(c["micro_batches"] for _, c in ways)
+        plain = sum(c["micro_batches"] for way, c in ways if way == "plain")
+        why = "; ".join(sorted({reason for way, c in ways for reason in c.get("why", {})}))
+        if not total:
+            return self.log_prob_pass
+        if not plain:
+            return "prompt-once"
+        if plain < total:
+            return f"prompt-once (plain in {plain} of {total} micro-batches: {why})"
+        return "plain" if self.args.shared_prompt_forward is False else f"plain ({why})"
 
     @property
     def log_prob_passes(self) -> dict:

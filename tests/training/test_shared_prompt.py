@@ -260,6 +260,7 @@ def test_under_active_dropout_the_plain_pass_runs_and_true_refuses(tiny_model_di
         "dropout is active (lora_dropout 0.05): the rows of a group would share one mask over the prompt, where "
         "the plain pass draws one per row"]
     assert runs[None].log_prob_pass.startswith("plain (dropout is active (lora_dropout 0.05)")
+    assert runs[None].log_prob_pass_ran == runs[None].log_prob_pass
     with pytest.raises(ValueError, match=r"^shared_prompt_forward: true cannot run here: dropout is active "
                                          r"\(lora_dropout 0.05\)"):
         tiny_trainer(tiny_model_dir, tmp_path / "asked", task=None, peft_config=lora, shared_prompt_forward=True)
@@ -289,7 +290,8 @@ def test_a_chunk_that_shares_nothing_runs_plain_alone_and_the_others_are_kept(ti
     assert trainer.log_prob_passes == {"loss": {
         "prompt-once": {"micro_batches": 1, "rows": 4, "distinct_prompts": 2},
         "plain": {"micro_batches": 1, "rows": 4, "distinct_prompts": 4, "why": {"every prompt distinct": 1}}}}
-    assert trainer.log_prob_pass == "prompt-once in 1 of 2 micro-batches (plain: every prompt distinct)"
+    assert trainer.log_prob_pass_ran == "prompt-once (plain in 1 of 2 micro-batches: every prompt distinct)"
+    assert trainer.log_prob_pass == "prompt-once"  # the setting, as the record says before training
 
 
 def test_the_run_record_says_what_the_passes_ran_with_counts(tiny_model_dir, tmp_path):
@@ -308,7 +310,7 @@ def test_the_run_record_says_what_the_passes_ran_with_counts(tiny_model_dir, tmp
     input_ids, attention_mask, _ = _micro_batch("all_distinct")
     with torch.no_grad():
         lone._get_per_token_logps_and_entropies(lone.model, input_ids, attention_mask, COMPLETION_LEN)
-    assert lone.log_prob_pass == "plain (every prompt distinct)"
+    assert lone.log_prob_pass_ran == "plain (every prompt distinct)"
     assert lone.log_prob_passes["no_grad"]["plain"]["why"] == {"every prompt distinct": 1}
 
 
