@@ -305,6 +305,7 @@ def run_config(spec: dict, args, source: ModelSource, backend: str, peak: float,
                 share = min(share, 0.5 * cap)
             extra = dict(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=share,
                          vllm_max_model_length=spec["budget"] + 1024)  # prompts are ~150 tokens
+        extra.update(spec.get("trainer_keys", {}))  # a caller's own config keys (benchmarks/gpu_study.py)
         dataset = _common.countdown_dataset(args.prompts * (args.warmup + args.steps), seed=args.seed)
         trainer = _common.build_trainer(
             spec["kind"], args.algorithm, model=model, tokenizer=source.tokenizer, dataset=dataset,

@@ -16,6 +16,8 @@
 * ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
   rows and the minutes saved from the runs' own records.
 * ``benchmarks/gpu_transport.py split`` / ``join``: a file in checked parts and back, a changed or missing part refused.
+* ``benchmarks/gpu_study.py --quick``: both parts of the GPU study on the CPU, the tables, the goal's verdict and a
+  ``skipped:`` line for what it cannot do here.
 
 Several are in the slow tier (marked, each saying where the default tier tests what its script measures).
 """
@@ -375,3 +377,31 @@ def test_gpu_transport_splits_and_joins_a_file_checked_part_by_part(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_transport.py"), "join", str(one), str(two),
                            "--out", str(bad)], capture_output=True, text=True, env=offline_env())
     assert done.returncode == 2 and "model.gguf.part001: missing" in done.stderr and list(bad.iterdir()) == []
+
+
+@pytest.mark.slow  # the seeds' combining and scheduling: tests/demo/test_seeds.py; the transport: above
+def test_gpu_study_quick_runs_both_parts_on_the_cpu_and_says_what_it_skipped(tmp_path):
+    """``gpu_study.py --quick``: (a) the tiny demo at one seed, GRPO and Dr.GRPO from one SFT model, the combined
+    table and the goal's verdict; (b) the step table, prompt-once off and on; a skipped line for each thing it does
+    not do here; the files in --out."""
+    out = tmp_path / "out"
+    stdout = _run("gpu_study.py", "--quick", "--workdir", str(tmp_path / "work"), "--out", str(out), timeout=900)
+    assert "skipped: (a) SmolLM2: --quick runs the tiny demo model on the CPU" in stdout
+    assert "skipped: (b) vLLM rollouts: vllm is not installed" in stdout
+    study = json.loads((out / "gpu_study.json").read_text())
+    assert [(r["seed"], r["algorithm"]) for r in study["study"]["runs"]] == [(0, "grpo"), (0, "dr_grpo")]
+    assert re.search(r"^goal: \d of 2 runs at least \+5 points over the SFT model with McNemar p < 0.05 on 300 "
+                     r"held-out puzzles, each at least 10 points above the best target-blind rule: not met$", stdout,
+                     re.MULTILINE)  # 32 puzzles in --quick: never met
+    sft = tmp_path / "work" / "study-quick" / "seed-0"
+    assert "== SFT warm-up: reusing" in (sft / "dr_grpo.log").read_text()  # one SFT model for both algorithms
+    tables = [line for line in stdout.splitlines() if line.startswith("| budget |")]
+    assert tables, stdout[-3000:]
+    step = study["step"]
+    assert [(r["generation_label"], r["prompt_once"]) for r in step] == [("generate", False), ("generate", True)]
+    assert "skipped: (b) compiled rollouts: --quick" in stdout
+    for r in step:
+        assert r["status"] == "ok", r["status"]
+        assert r["step_s"] > 0 and 0 < r["completion_tokens"] <= r["completions"] * 8
+    assert all(r["whole_groups"] for r in step) or "skipped: (b) whole-group micro-batches" in stdout
+    assert "## (b) a GRPO step" in (out / "gpu_study.md").read_text()
