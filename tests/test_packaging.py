@@ -1,4 +1,4 @@
-"""The pins that keep `pip install countdown-rl[vllm]` installable (see shared notes on versions).
+"""The pins that keep `pip install -e '.[vllm]'` installable (see shared notes on versions).
 
 trl 1.16.0's [vllm] extra accepts vllm 0.22-0.31; vllm 0.31.0 pins torch==2.13.0 and transformers<5.18.
 Checked with `pip install --dry-run "trl[vllm]==1.16.0" "torch==2.13.*" "transformers>=5.17,<5.18" ...`

