@@ -374,7 +374,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
         computed = [f"eval_{'' if set_name is None else set_name + '_'}{key}" for set_name in sets for key in keys]
         wanted = name if name.startswith("eval_") else f"eval_{name}"
         if wanted not in computed:
-            raise ValueError(f"metric_for_best_model={name!r}: the task's evaluation computes {', '.join(computed)}, "
+            default = " (load_best_model_at_end's default)" if name == "loss" else ""
+            raise ValueError(f"metric_for_best_model={name!r}{default}: the task's evaluation computes "
+                             f"{', '.join(computed)}, "
                              f"not {wanted}; name one of those, or set trl_eval_metrics: true to run TRL's "
                              "evaluation (eval_loss, eval_reward, ...) beside it")
 
