@@ -88,7 +88,7 @@ def test_a_run_resumed_in_its_second_epoch_ends_as_the_uninterrupted_run(tiny_mo
 
 @pytest.mark.parametrize("options", [
     pytest.param(dict(), id="dapo"),
-    pytest.param(dict(algorithm="grpo", beta=0.04, num_iterations=2), id="grpo-kl-it2"),
+    pytest.param(dict(algorithm="grpo", beta=0.04, num_iterations=2), id="grpo-kl-it2", marks=pytest.mark.slow),
 ])
 def test_whole_group_micro_batches_give_trls_update(tiny_model_dir, tmp_path, options):
     """Two micro-batches of 4 rows per optimizer step, one generation batch of 2 groups of 4: TRL's shuffle mixes the

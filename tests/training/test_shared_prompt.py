@@ -250,7 +250,7 @@ def test_under_active_dropout_the_plain_pass_runs_and_true_refuses(tiny_model_di
     runs = {}
     for flag in (False, None):
         trainer = tiny_trainer(tiny_model_dir, tmp_path / str(flag), task=None, peft_config=lora,
-                               shared_prompt_forward=flag, optim="sgd", learning_rate=0.1)
+                               shared_prompt_forward=flag, optim="sgd", learning_rate=0.1, max_steps=1)
         trainer.train()
         runs[flag] = trainer
     for off, on in zip(runs[False].model.parameters(), runs[None].model.parameters(), strict=True):
