@@ -174,7 +174,14 @@ def part_a(args, model: str | None, workdir: Path, deadline: float, notes: list[
     if not any("--device" in action.option_strings for action in demo_cli.build_parser()._actions):
         skipped(notes, "(a) the real-model study", "this version's demo has no --device (no GPU defaults)")
         return None
+    end = min(deadline, time.time() + 60 * args.study_minutes)
     seeds, algorithms = ((0,), ALGORITHMS) if args.quick else (SEEDS, ALGORITHMS)
+    if not args.quick:  # converted once here, not by the three first runs at once (each would convert it)
+        from countdown_rl.models.source import resolve_model_source
+
+        started = time.time()
+        converted = resolve_model_source(model, "--model").path
+        print(f"model: {model} -> {converted} ({time.time() - started:.0f} s)", flush=True)
     out = workdir / ("study-quick" if args.quick else "study")
     command = [sys.executable, "-m", "countdown_rl.cli", "demo", "--seeds", *map(str, seeds), "--algorithm",
                *algorithms, "--jobs", str(len(seeds) * len(algorithms)), "--output_dir", str(out)]
@@ -185,7 +192,7 @@ def part_a(args, model: str | None, workdir: Path, deadline: float, notes: list[
         command += ["--model_name_or_path", model, "--device", "cuda"]
     if args.resume:
         command.append("--resume")
-    limit = max(0.0, min(deadline, time.time() + 60 * args.study_minutes) - time.time())
+    limit = max(0.0, end - time.time())
     print(f"\n== (a) {' '.join(command[3:])} (at most {limit / 60:.1f} min) ==", flush=True)
     started = time.time()
     child = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
