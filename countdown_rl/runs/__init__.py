@@ -6,6 +6,8 @@
   one job per folder, by an exclusive lock).
 - :mod:`.engine`: the distributed engine a launch asked for, what runs (the record's ``engine``), and the
   refusal when they would differ.
+- :mod:`.device`: the device a run asked for (``auto``, ``cuda``, ``cpu``), whether this CPU has bf16 kernels, the
+  precision that pays there, and what ran (the record's ``extra.precision``).
 - :mod:`.checkpoints`: atomic checkpoint folders (staged, then published whole) and the newest complete one to
   resume from.
 - :mod:`.preemption`: SIGTERM / SIGINT / SIGUSR1 save a checkpoint and stop.

@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from countdown_rl.runs.device import describe_precision
 from countdown_rl.runs.engine import Engine, check_launch, describe_engine, same_engine
 from countdown_rl.runs.record import RunRecord, write_run_record
 
@@ -188,8 +189,10 @@ def train_grpo(
             use_peft=peft_config is not None,
             num_processes=trainer.accelerator.num_processes,
             resumed_from=resume_from_checkpoint,
-            # what runs: the log-prob pass (prompt-once or plain, why) and the rollouts (rewritten on a fallback)
-            extra={**record.extra, "log_prob_pass": trainer.log_prob_pass, "rollouts": trainer.rollouts},
+            # what runs: the log-prob pass (prompt-once or plain, why), the rollouts (rewritten on a fallback) and
+            # the precision (device, autocast, weights; bf16 emulated on a CPU without bf16 kernels)
+            extra={**record.extra, "log_prob_pass": trainer.log_prob_pass, "rollouts": trainer.rollouts,
+                   "precision": describe_precision(trainer.accelerator, trainer.model)},
         )
         if plan is None:
             write_run_record(args.output_dir, record)
