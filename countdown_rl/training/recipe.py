@@ -8,7 +8,8 @@
    came from (the file, or the command line). :func:`recipe_from_keys` makes the same three objects from a flat
    mapping of keys (what a recipe file holds), for callers that build a recipe in code (the demos).
 3. :func:`check_recipe` checks everything that can be wrong in a parsed recipe (task, options, template, reward
-   names, batch arithmetic, LoRA, vLLM) before any model or dataset is loaded. Errors are one-line ``ValueError``.
+   names, batch arithmetic, LoRA, vLLM) before any model or dataset is loaded. Errors are one-line ``ValueError``;
+   bf16 asked for on a CPU without bf16 kernels is one warning line (:func:`check_precision`).
 
 ``countdown-rl train`` and ``countdown-rl sweep`` both parse and check recipes with these functions.
 """
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import sys
 from collections.abc import Mapping
@@ -25,8 +27,10 @@ from typing import Any
 from countdown_rl.data.arguments import DataArguments
 from countdown_rl.runs.reliability import ReliabilityArguments
 
-__all__ = ["ScriptArguments", "check_recipe", "check_vllm_mode", "parse_args", "recipe_from_keys", "recipe_keys",
-           "recipe_parser"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["ScriptArguments", "check_precision", "check_recipe", "check_vllm_mode", "parse_args", "recipe_from_keys",
+           "recipe_keys", "recipe_parser"]
 
 
 @dataclass
@@ -142,7 +146,38 @@ def check_recipe(script_args, training_args, model_args):
         import peft  # noqa: F401  (a dependency; imported here so a broken install fails before loading)
     elif script_args.merge_adapter:
         raise ValueError("merge_adapter: only meaningful with use_peft: true")
+    check_precision(training_args, model_args)
     return task
+
+
+def check_precision(training_args, model_args, env=None) -> str | None:
+    """One warning line when the recipe asks for bf16 (``bf16: true``, TRL's default, or ``dtype: bfloat16``) where
+    it trains on a CPU without bf16 kernels (:func:`countdown_rl.runs.device.cpu_has_bf16_kernels`); returns it.
+
+    The run still does what the recipe asks: bf16 changes the numbers, not only the speed, so switching a user's
+    recipe to fp32 would train something else than the file says. The warning names the measured cost and the fix
+    (``bf16: false``), and the run record's ``extra.precision`` says the bf16 was emulated.
+
+    >>> from types import SimpleNamespace as NS
+    >>> check_precision(NS(bf16=False, use_cpu=True), NS(dtype="float32")) is None
+    True
+    """
+    from countdown_rl.runs.device import BF16_CPU_COST, cpu_has_bf16_kernels
+
+    asked = [key for key, on in (("bf16: true", training_args.bf16),
+                                 ("dtype: bfloat16", model_args.dtype in ("bfloat16", "bf16"))) if on]
+    if not asked:
+        return None
+    import torch
+
+    if not training_args.use_cpu and torch.cuda.is_available():
+        return None
+    if cpu_has_bf16_kernels(env):
+        return None
+    line = (f"{' and '.join(asked)} on a CPU without bf16 kernels: {BF16_CPU_COST}; set bf16: false (and dtype: "
+            "float32 or auto) to train in fp32 (the run record's extra.precision says what ran)")
+    logger.warning(line)
+    return line
 
 
 def check_vllm_mode(training_args) -> None:
