@@ -75,3 +75,26 @@ def evaluate_task(trainer, dataset, final: bool = False):
                          backend=backend, stage="final")
         write_eval_outputs(os.path.join(args.output_dir, FINAL_EVAL_DIR), [result], {budget: samples}, meta)
     return result
+
+
+def refuse_missing_best_metric(name: str | None, set_names: list[str | None], trl_eval_metrics: bool) -> None:
+    """Refuse a ``metric_for_best_model`` that an evaluation by the task (of the sets ``set_names``, ``None`` for a
+    lone set) will not compute, unless TRL's evaluation runs beside it. Transformers would otherwise fail at the
+    first evaluation, after training steps.
+
+    >>> refuse_missing_best_metric("accuracy", [None], trl_eval_metrics=False)  # eval_accuracy: computed
+    >>> refuse_missing_best_metric("eval_reward", [None], trl_eval_metrics=True)  # TRL's evaluation runs too
+    """
+    if name is None or trl_eval_metrics:
+        return
+    from countdown_rl.evaluation.scoring import outcome_metrics, summarise
+
+    keys = outcome_metrics(summarise([{"outcome": "failed", "num_tokens": 1, "truncated": False,
+                                       "sample_index": 0}], 1))
+    computed = [f"eval_{'' if set_name is None else set_name + '_'}{key}" for set_name in set_names for key in keys]
+    wanted = name if name.startswith("eval_") else f"eval_{name}"
+    if wanted not in computed:
+        default = " (load_best_model_at_end's default)" if name == "loss" else ""
+        raise ValueError(f"metric_for_best_model={name!r}{default}: the task's evaluation computes "
+                         f"{', '.join(computed)}, not {wanted}; name one of those, or set trl_eval_metrics: true to "
+                         "run TRL's evaluation (eval_loss, eval_reward, ...) beside it")

