@@ -11,7 +11,8 @@ from typing import Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
-from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, RunStopped, quick_config, run_demo
+from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, RunStopped, gpu_config, quick_config, run_demo
+from countdown_rl.runs.device import DEVICES, resolve_device
 from countdown_rl.tasks.countdown.puzzles import SAMPLINGS
 
 
@@ -62,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "with --model_name_or_path)")
     p.add_argument("--resume", action="store_true",
                    help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
+    p.add_argument("--device", choices=DEVICES, default=d.device,
+                   help="where every stage runs: auto (a CUDA GPU when there is one: bf16 and GPU-sized steps; else "
+                   "the CPU, bf16 only where it has bf16 kernels), cuda or cpu (default auto)")
     return p
 
 
@@ -69,14 +73,17 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
     """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
     if args.lora and args.model_name_or_path is None:
         raise ValueError("--lora needs --model_name_or_path (the tiny demo trains its model fully)")
+    device = resolve_device(args.device)  # cuda without a GPU: one line, before anything loads
     if args.model_name_or_path is not None:
         from countdown_rl.demo.pretrained import check_demo_model, pretrained_config
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the demo runs offline: a Hub id must be in the cache
         check_demo_model(args.model_name_or_path)  # before anything loads
-        config = pretrained_config(args.model_name_or_path, quick=args.quick, lora=args.lora)
-    else:
-        config = quick_config() if args.quick else DemoConfig()
+        config = pretrained_config(args.model_name_or_path, quick=args.quick, lora=args.lora, device=device)
+    elif args.quick:
+        config = quick_config(device=device)
+    else:  # the full demo: sized for the GPU where it runs on one
+        config = gpu_config() if device == "cuda" else DemoConfig(device=device)
     if len(args.algorithm) > 1 or args.seeds:
         raise ValueError("several runs (--seeds, or several --algorithm values) are run by main, one config each")
     overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm[0], "seed": args.seed,

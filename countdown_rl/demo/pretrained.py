@@ -51,6 +51,8 @@ from countdown_rl.demo.stages import (
     evaluate_stage,
     finish_stage,
     paired_test,
+    placed,
+    placement_line,
     prepare_run_dir,
     print_header,
     read_json_or_none,
@@ -86,6 +88,9 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     temperature 0.7 under bf16 autocast, 40 steps; the zero-advantage completions skip the training passes (the
     same update, about half the step) and truncated completions add no loss (against the length collapse seen at
     5e-5); no KL anchor (beta 0.04 gained +1.0 at seed 0 and doubled the step).
+
+    ``device="cuda"`` (not ``quick``) sizes it for one GPU (:data:`GPU_SIZED`). bf16 is what the demo wants; where
+    it runs on a CPU without bf16 kernels, :func:`countdown_rl.demo.stages.placed` turns it off (and says so).
     """
     # The chat prompt, temperature 0.7 under bf16 autocast, truncated completions masked, zero-advantage ones skipped.
     common = {"model_name_or_path": model, "prompt_template": "chat", "temperature": 0.7, "bf16": True,
@@ -104,7 +109,19 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
             num_generations=8, grpo_learning_rate=1e-5, max_completion_length=64, save_steps=5,
             eval_steps=10, in_training_eval=50, eval_batch_size=64, transfer_budgets=(128, 256), num_transfer=100,
         )
+    if not quick and overrides.get("device") == "cuda":
+        base = replace(base, **GPU_SIZED)
     return replace(base, **overrides)
+
+
+# The real-model demo on one GPU. Not yet measured on a GPU: chosen from the CPU trials (benchmarks/RESULTS.md,
+# "SmolLM2-135M-Instruct on balanced puzzles", rows 4-7) and the GPU profiles. 150 SFT steps (under bf16) took the SFT
+# model from 8.0% to 18.3%, 10 points above the blind rule, where 2 cores had time for 60; RL at 1e-5 then lost 6.3
+# points and at 3e-6 held them, over 40-120 steps of 4 prompts: "more RL steps than 2 cores give" was the untried
+# lever, so 300 steps of 16 prompts x 8 (a GPU's decode step barely grows with the rows), about 5 passes over the
+# 1,000 RL puzzles. Rollouts through vLLM where installed, else the compiled backend (choose_backends).
+GPU_SIZED = {"sft_steps": 150, "sft_bf16": True, "max_steps": 300, "prompts_per_step": 16, "grpo_learning_rate": 3e-6,
+             "save_steps": 25, "eval_steps": 25, "in_training_eval": 100, "eval_batch_size": 300}
 
 
 def check_demo_model(model: str) -> None:
@@ -122,13 +139,14 @@ def check_demo_model(model: str) -> None:
         raise ValueError(f"--model_name_or_path {model}: a folder without config.json (not a saved model)")
 
 
-def choose_backends(model_dir: str, quick: bool = False) -> tuple[str, str, str | None]:
+def choose_backends(model_dir: str, quick: bool = False, device: str = "cpu") -> tuple[str, str, str | None]:
     """(rollouts, evaluations, why not vLLM): ``vllm`` for both where vLLM is installed and runs the model, else
     ``compiled`` rollouts (static cache + ``torch.compile``) and transformers ``generate`` evaluations.
 
     ``compiled`` because on the CPU, under the demo's bf16 autocast, it generated SmolLM2's rollout batch in 0.80x
     plain ``generate``'s time after a first compile of 22-42 s a batch shape (``benchmarks/rollout_backends.py
     --model smollm2``; benchmarks/RESULTS.md): 40 steps repay it. ``quick`` (2 steps) does not: plain ``generate``.
+    On ``device="cuda"`` the check of vLLM's CPU kernels is left out (the GPU build runs the model).
     """
     from countdown_rl.generation.backends import get_backend
     from countdown_rl.generation.vllm_sync import check_cpu_engine_model
@@ -136,6 +154,8 @@ def choose_backends(model_dir: str, quick: bool = False) -> tuple[str, str, str 
     without_vllm = "transformers" if quick else "compiled"
     if not get_backend("vllm").installed():
         return without_vllm, "transformers", "vLLM is not installed"
+    if device == "cuda":
+        return "vllm", "vllm", None
     try:
         check_cpu_engine_model(model_dir, "--model_name_or_path")
     except ValueError as err:
@@ -199,7 +219,8 @@ class _Evaluator:
             model = engine if engine is not None else str(model_dir)
             results.append(evaluate_stage(model, None, puzzles, budgets=budgets, out_dir=out_dir, meta=meta,
                                           batch_size=self.config.eval_batch_size, template=self.config.prompt_template,
-                                          backend=self.backend, show_progress=not self.config.quick))
+                                          backend=self.backend, show_progress=not self.config.quick,
+                                          device=self.config.device))
         del engine
         gc.collect()
         return results
@@ -229,6 +250,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output_dir {out} exists and is not a folder")
     check_demo_model(str(config.model_name_or_path))
+    config, placement = placed(config)  # --device cuda without a GPU: one line, before anything loads
     setup_environment(config.num_threads)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB per engine: short prompts, 2 cores
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the demo prints a line per stage; vLLM's INFO buries them
@@ -242,7 +264,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     source = resolve_model_source(str(config.model_name_or_path), "--model_name_or_path")
     base_dir = Path(source.path)
     print(f"loading from {base_dir}" + (" (converted from GGUF once, cached)" if source.conversion else ""))
-    backend, eval_backend, why_not_vllm = choose_backends(str(base_dir), quick=config.quick)
+    backend, eval_backend, why_not_vllm = choose_backends(str(base_dir), quick=config.quick, device=config.device)
     evaluator = _Evaluator(config, eval_backend)
     timings["model_s"] = time.time() - t
 
@@ -253,6 +275,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
           f"out; {len(transfer)} of the assignment's (3-4 numbers up to 99) at {list(config.transfer_budgets)} "
           f"tokens; evaluations through {evaluator.backend}, rollouts through {backend}"
           + (f" ({why_not_vllm})" if why_not_vllm else ""))
+    print(placement_line(placement), flush=True)
     budgets_of = {"held_out": [budget], "transfer": sorted(config.transfer_budgets)}
 
     def jobs(eval_dir: Path, transfer_dir: Path) -> list:
@@ -282,12 +305,10 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     else:
         print_header(f"SFT warm-up: {config.sft_steps} steps x {config.sft_batch_size} solver traces in the chat "
                 f"template -> {sft_dir}")
-        import torch
-
         sft_warmup_on_traces(
             base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
             learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
-            show_progress=not config.quick, template=config.prompt_template, use_cpu=not torch.cuda.is_available(),
+            show_progress=not config.quick, template=config.prompt_template, use_cpu=config.device == "cpu",
             bf16=config.sft_bf16,
         )
         finish_stage(sft_dir, sft_record, model=str(base_dir), dataset=dataset)
@@ -308,7 +329,7 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     recipe = rl_recipe(config, sft_dir, run_dir, num_eval=len(puzzles["eval"]), generation=rollout_keys(backend),
                        final_eval=False)
     run_info = {"base_model": str(config.model_name_or_path), **source.record, "rollout_backend": backend,
-                "eval_backend": eval_backend, "why_not_vllm": why_not_vllm, "lora": config.lora}
+                "eval_backend": eval_backend, "why_not_vllm": why_not_vllm, "lora": config.lora, "placement": placement}
     run = train_rl(recipe, puzzles["rl"], puzzles["eval"], record=demo_record(sft_dir, dataset, puzzles, run_info),
                    show_progress=not config.quick)
     if run.trained.resumed_from:
@@ -327,11 +348,11 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     timings["final_eval_s"] = time.time() - t
     timings["total_s"] = time.time() - started
     return _results(config, out, run_dir, base_results, sft_results, final_results, timings, backend,
-                    evaluator.backend, global_step)
+                    evaluator.backend, global_step, placement)
 
 
 def _results(config, out, run_dir, base_results, sft_results, final_results, timings, backend, eval_backend,
-             global_step) -> dict[str, Any]:
+             global_step, placement) -> dict[str, Any]:
     from countdown_rl.files import format_percent, render_markdown_table
 
     name = display_name(config.algorithm)
@@ -367,6 +388,7 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
                      zip(("base", "sft", "trained"), (base_results, sft_results, final_results), strict=True)
                      if len(results) > 1},
         "global_step": global_step, "timings": timings, "table": table, "transfer_table": transfer_table,
+        "device": placement["device"], "precision": placement,
         "paths": {"base_eval": str(out / BASE_EVAL_DIR), "sft": str(out / "sft"),
                   "zero_shot": str(out / ZERO_SHOT_DIR), "run": str(run_dir),
                   "eval": str(run_dir / FINAL_EVAL_DIR), "transfer": str(out / TRANSFER_DIR),
@@ -374,7 +396,7 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
         "config": asdict(config),
     }
     write_json_atomic(run_dir / RESULTS_FILE, results)  # per run: GRPO and Dr.GRPO share out's first stages
-    print_header("results (strict Countdown accuracy, greedy, held-out puzzles)")
+    print_header(f"results (strict Countdown accuracy, greedy, held-out puzzles; trained {placement_line(placement)})")
     print(table)
     if transfer_table:
         print("\n" + transfer_table)

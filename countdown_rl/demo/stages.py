@@ -49,6 +49,7 @@ from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
+from countdown_rl.runs.device import resolve_device
 from countdown_rl.runs.record import (
     FINAL_EVAL_DIR,
     ZERO_SHOT_DIR,
@@ -163,8 +164,11 @@ class DemoConfig:
     transfer_budgets: tuple[int, ...] = ()  # also evaluated on the assignment's puzzles at these budgets
     num_transfer: int = 0
     # RL's forwards and backwards under bf16 autocast (the weights and the optimiser stay fp32): on a CPU with bf16
-    # kernels a step costs ~0.7x an fp32 one; vLLM's rollouts are bf16 either way
+    # kernels a step costs ~0.7x an fp32 one; vLLM's rollouts are bf16 either way. The demo's wish: :func:`placed`
+    # keeps it (and sft_bf16) only where the device computes bf16, fp32 elsewhere (emulated bf16 is 15-60x slower)
     bf16: bool = False
+    # where every stage runs: "auto" (CUDA when torch sees a GPU, else the CPU), "cuda" or "cpu"
+    device: str = "auto"
 
 
 # DemoConfig fields renamed to the recipe's (TRL's) names, old -> new: a record written before the rename (a
@@ -196,6 +200,67 @@ def quick_config(**overrides: Any) -> DemoConfig:
         quick=True,
     )
     return replace(base, **overrides)
+
+
+def gpu_config(**overrides: Any) -> DemoConfig:
+    """The full demo sized for one GPU (what ``--device cuda``, or ``auto`` on a machine with one, runs).
+
+    Not yet measured on a GPU: chosen from the CPU demo's figures and the GPU profiles (benchmarks/RESULTS.md, "GPU
+    profile" and "On a GPU"). The puzzles, SFT warm-up and learning rates stay the CPU demo's, so the tables compare:
+
+    - bf16 autocast for SFT and RL: the GPU computes bf16 natively (the profiles ran bf16 throughout);
+    - 16 prompts x 8 samples a step, not 4: a GPU's decode step barely grows with the rows (64 sequences of a 1.7B
+      model at 35 ms a step), so four times the completions cost little more a step;
+    - 1,000 RL steps, not 500: the CPU demo's gain grew with training (300 steps: not significant at two seeds of
+      three; 500: significant); 16 prompts a step make it 8 passes over the 2,000 RL puzzles;
+    - rollouts through the compiled backend (static cache + ``torch.compile``): 3.5x plain ``generate`` on an H100 in
+      isolation, after a first compile of about 40 s.
+    """
+    base = DemoConfig(device="cuda", bf16=True, sft_bf16=True, prompts_per_step=16, max_steps=1000, eval_batch_size=300)
+    return replace(base, **overrides)
+
+
+def placed(config: DemoConfig) -> tuple[DemoConfig, dict[str, Any]]:
+    """``config`` as this machine runs it: ``device`` resolved (``auto``: CUDA when torch sees a GPU; ``cuda``
+    without one refuses in one line); bf16 for SFT and RL on a GPU, and on a CPU ``bf16`` / ``sft_bf16`` kept only
+    where it has bf16 kernels (:func:`countdown_rl.runs.device.choose_precision`). The demo's bf16 is its own
+    default, not the user's: on a CPU without bf16 kernels it runs fp32, and the second value says so (``device``,
+    ``rl`` and ``sft``: each stage's precision and why, for the log, the run record, demo_results.json and the
+    printed table).
+
+    >>> config, placement = placed(replace(quick_config(), device="cpu"))
+    >>> config.device, placement["rl"]["summary"]
+    ('cpu', 'fp32 on cpu')
+    """
+    from countdown_rl.runs.device import choose_precision
+
+    device = resolve_device(config.device)
+    on_gpu = device == "cuda"  # bf16 on a GPU whatever the CPU-measured wishes say
+    rl, sft = choose_precision(device, config.bf16 or on_gpu), choose_precision(device, config.sft_bf16 or on_gpu)
+    placement = {"device": device, "asked": config.device, "rl": rl.to_dict(), "sft": sft.to_dict()}
+    return replace(config, device=device, bf16=rl.bf16, sft_bf16=sft.bf16), placement
+
+
+def device_of(config: DemoConfig) -> str:
+    """``config.device`` as given when it names one (``cuda``, ``cpu``: what the recipe says), ``auto`` resolved.
+
+    >>> device_of(replace(quick_config(), device="cuda"))
+    'cuda'
+    """
+    return config.device if config.device in ("cuda", "cpu") else resolve_device(config.device)
+
+
+def placement_line(placement: Mapping[str, Any]) -> str:
+    """One line for the log and the printed results: the device, each training stage's precision, and why not bf16.
+
+    >>> off = {"bf16": False, "why": "this CPU has no bf16 kernels"}
+    >>> placement_line({"device": "cpu", "rl": off, "sft": {"bf16": False, "why": None}})
+    'on cpu: RL fp32, SFT fp32 (bf16 off: this CPU has no bf16 kernels)'
+    """
+    stages = [placement["rl"], placement["sft"]]
+    names = ["bf16" if stage["bf16"] else "fp32" for stage in stages]
+    whys = list(dict.fromkeys(stage["why"] for stage in stages if stage.get("why")))
+    return f"on {placement['device']}: RL {names[0]}, SFT {names[1]}" + "".join(f" (bf16 off: {why})" for why in whys)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -353,10 +418,12 @@ def evaluate_stage(
     show_progress: bool = True,
     template: str = "r1_zero",
     backend: str = "transformers",
+    device: str = "cpu",
 ) -> list:
     """Greedy strict-Countdown evaluation at each budget (one generation at the largest, cut to each); writes
     eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
-    ``tokenizer``, a saved model folder (``tokenizer`` None), or with ``backend="vllm"`` a ``vllm.LLM``.
+    ``tokenizer``, a saved model folder (``tokenizer`` None; loaded onto ``device``), or with ``backend="vllm"`` a
+    ``vllm.LLM``.
     Returns one ``BudgetResult`` per budget, in order.
     """
     from countdown_rl.evaluation.eval_files import eval_meta, write_eval_outputs
@@ -366,7 +433,7 @@ def evaluate_stage(
         from countdown_rl.models.loading import load_causal_lm, load_tokenizer
 
         tokenizer = tokenizer or load_tokenizer(model)
-        model = load_causal_lm(model)
+        model = load_causal_lm(model).to(device)
     scored = evaluate_budgets(
         model, tokenizer, list(puzzles), budgets=budgets, task="countdown", template=template,
         batch_size=batch_size, temperature=0.0, show_progress=show_progress, backend=backend,
@@ -422,7 +489,8 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
         "eval_strategy": "steps" if in_training_eval else "no", "eval_steps": config.eval_steps,
         "per_device_eval_batch_size": max(config.num_generations,
                                           64 // config.num_generations * config.num_generations),
-        "use_cpu": True, "bf16": config.bf16, "gradient_checkpointing": False, "report_to": "none",
+        "use_cpu": device_of(config) == "cpu", "bf16": config.bf16, "gradient_checkpointing": False,
+        "report_to": "none",
         "seed": config.seed, "data_seed": config.seed,
         "disable_tqdm": True,  # the short progress lines replace the bar and its log dicts
         **dict(generation or {}),
@@ -627,7 +695,8 @@ def warm_start(config: DemoConfig) -> WarmStart:
         sft_warmup_on_traces(
             base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
             learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
-            max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick, bf16=config.sft_bf16
+            max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick, bf16=config.sft_bf16,
+            use_cpu=config.device == "cpu",
         )
         finish_stage(sft_dir, record, model=str(base_dir), dataset=config.puzzles.describe())  # last: complete
     return WarmStart(puzzles, sft_dir, record)
@@ -650,7 +719,8 @@ def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int])
     meta = {"model": str(warm.sft_dir), "dataset": config.puzzles.describe(), "stage": "zero_shot",
             "demo_stage": warm.record}
     return evaluate_stage(str(warm.sft_dir), None, warm.puzzles["eval"], budgets=budgets, out_dir=zero_dir,
-                          meta=meta, batch_size=config.eval_batch_size, show_progress=not config.quick)
+                          meta=meta, batch_size=config.eval_batch_size, show_progress=not config.quick,
+                          device=device_of(config))
 
 
 def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
@@ -667,7 +737,10 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
     budgets = describe_schedule(schedule) if schedule else str(budget)
     print_header(f"{name} at {budgets} tokens: {config.max_steps} steps x {config.prompts_per_step} prompts x "
             f"{config.num_generations} samples -> {run_dir}")
-    recipe = rl_recipe(config, warm.sft_dir, run_dir, num_eval=len(puzzles["eval"]))
+    # on a GPU the compiled backend (gpu_config); on the CPU TRL's plain generate, as measured
+    on_gpu = device_of(config) == "cuda" and not config.quick
+    recipe = rl_recipe(config, warm.sft_dir, run_dir, num_eval=len(puzzles["eval"]),
+                       generation={"generation_backend": "compiled"} if on_gpu else None)
     trained: dict[str, Any] = {}
 
     def final_evaluation(run, rows):
@@ -704,7 +777,9 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output_dir {out} exists and is not a folder")
+    config, placement = placed(config)  # --device cuda without a GPU: one line, before anything loads
     setup_environment(config.num_threads)
+    print(placement_line(placement), flush=True)
     started = time.time()
     timings: dict[str, float] = {}
     run_dir = out / config.algorithm
@@ -720,7 +795,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     print(f"SFT accuracy {100 * before.accuracy:.1f}%")
     timings["zero_shot_eval_s"] = time.time() - t
     t = time.time()
-    trained = rl_stage(config, warm, run_dir)
+    trained = rl_stage(config, warm, run_dir, run_info={"placement": placement})
     after = trained["result"]
     timings["rl_and_final_eval_s"] = time.time() - t
     timings["total_s"] = time.time() - started
@@ -745,11 +820,13 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
                   "eval": str(run_dir / FINAL_EVAL_DIR)},
         "timings": timings,
         "table": table,
+        "device": placement["device"],
+        "precision": placement,  # each training stage's precision, and why not bf16 where the demo wanted it
         "config": asdict(config),
     }
     write_json_atomic(run_dir / RESULTS_FILE, results)  # per run: GRPO and Dr.GRPO can share out's stages
 
-    print_header("results (strict Countdown accuracy, greedy, held-out puzzles)")
+    print_header(f"results (strict Countdown accuracy, greedy, held-out puzzles; trained {placement_line(placement)})")
     print(table)
     print(f"\naccuracy {100 * before.accuracy:.1f}% -> {100 * after.accuracy:.1f}% "
           f"({results['gain_points']:+.1f} points; McNemar p = {paired['p_value']:.3g}, {paired['only_a']} puzzles "

@@ -78,10 +78,20 @@ def _check_files_and_table(out, first: str, resumed: str, results: dict, model: 
                                                    [r["outcome"] == "correct" for r in before])
     record = read_run_record(out / "grpo")
     assert record.status["state"] == "finished" and record.extra["base_model"] == model
+    import torch
+
+    from countdown_rl.runs.device import cpu_has_bf16_kernels
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     expected = pretrained.choose_backends(str(record.extra.get("model_source", {}).get("checkpoint", model)),
-                                          quick=True)[0]
+                                          quick=True, device=device)[0]
     assert record.extra["rollout_backend"] == results["rollout_backend"] == expected
-    assert record.recipe["bf16"] is results["config"]["bf16"] is True  # the dtype that ran is on record
+    # the demo wants bf16: it runs it on a GPU or a CPU with bf16 kernels, fp32 elsewhere, and says which ran
+    bf16 = device == "cuda" or cpu_has_bf16_kernels()
+    assert record.recipe["bf16"] is results["config"]["bf16"] is bf16
+    assert results["device"] == device and results["precision"] == record.extra["placement"]
+    assert record.extra["precision"]["autocast"] == ("bf16" if bf16 else None)
+    assert f"trained on {device}: RL {'bf16' if bf16 else 'fp32'}" in first
     for key in ("mask_truncated_completions", "skip_zero_advantage"):  # what ran is on record
         assert record.recipe[key] is results["config"][key] is True, key
     assert set(results["timings"]) >= {"base_eval_s", "sft_s", "sft_eval_s", "rl_s", "final_eval_s", "total_s"}

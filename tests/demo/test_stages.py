@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,101 @@ def test_quick_demo_writes_every_file(quick_runs):
     info = json.loads((run / "run_info.json").read_text())
     assert info["algorithm"] == "grpo" and info["max_completion_length"] == demo.DemoConfig().max_completion_length
     assert info["source"] == demo.DEMO_SOURCE
+
+
+def test_the_record_results_and_table_say_which_device_and_precision_ran(quick_runs):
+    """The quick tiny demo asks for fp32 on a CPU (bf16 on a GPU): what ran is in the trainer's record
+    (``extra.precision``), the demo's choice beside it (``extra.placement``), demo_results.json and the table."""
+    import torch
+
+    out, ((_, stdout), files), _ = quick_runs
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    info = json.loads((out / "grpo" / "run_info.json").read_text())
+    results, placement = files["results"], info["extra"]["placement"]
+    assert results["device"] == placement["device"] == info["extra"]["precision"]["device"] == device
+    assert results["precision"] == placement and placement["rl"]["bf16"] is (device == "cuda")
+    assert info["extra"]["precision"]["autocast"] == ("bf16" if device == "cuda" else None)
+    assert info["recipe"]["use_cpu"] is (device == "cpu") and results["config"]["device"] == device
+    assert f"held-out puzzles; trained {demo.placement_line(placement)})" in stdout
+    assert demo.placement_line(placement).startswith(f"on {device}: RL {'bf16' if device == 'cuda' else 'fp32'}")
+
+
+def test_device_cuda_without_a_gpu_is_one_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a machine without a GPU, as this one
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as stopped:
+        demo_cli.main(["--quick", "--device", "cuda", "--output-dir", str(out)])
+    assert stopped.value.code == 2 and not out.exists()
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("countdown-rl demo: error: --device cuda: torch sees no CUDA GPU") and "\n" not in err
+
+
+def _processor(monkeypatch, kernels: bool) -> None:
+    """torch's bf16 probes (the client boundary) answering as a CPU with or without bf16 kernels."""
+    import torch
+
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: True)
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: kernels)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: kernels)
+
+
+def test_the_demos_bf16_follows_the_processor(monkeypatch):
+    """The real-model demo wants bf16 (autocast for RL and, when asked, SFT): fp32 on a CPU without bf16 kernels,
+    saying why; bf16 with them; bf16 on a GPU whatever the CPU settings say."""
+    from countdown_rl.demo.pretrained import pretrained_config
+
+    wants = pretrained_config("smollm2", sft_bf16=True, device="cpu")
+    assert wants.bf16 and wants.sft_bf16
+    _processor(monkeypatch, kernels=False)
+    config, placement = demo.placed(wants)
+    assert (config.bf16, config.sft_bf16, config.device) == (False, False, "cpu")
+    assert placement["rl"]["why"].startswith("this CPU has no bf16 kernels") and placement["sft"]["bf16"] is False
+    assert demo.rl_recipe(config, "sft", "grpo", num_eval=8)["bf16"] is False
+    line = demo.placement_line(placement)
+    assert line.startswith("on cpu: RL fp32, SFT fp32 (bf16 off: this CPU has no bf16 kernels")
+    assert line.count("bf16 off") == 1  # one reason, said once
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # the kernels there, but masked
+    _processor(monkeypatch, kernels=True)
+    assert not demo.placed(wants)[0].bf16
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert demo.placed(wants)[0].bf16 and demo.placed(wants)[1]["rl"] == {
+        "device": "cpu", "bf16": True, "why": None, "summary": "bf16 on cpu"}
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    on_gpu, placement = demo.placed(demo.quick_config())  # the tiny demo's fp32 wish is the CPU's
+    assert on_gpu.device == "cuda" and on_gpu.bf16 and on_gpu.sft_bf16 and placement["rl"]["summary"] == "bf16 on cuda"
+
+
+def test_on_a_gpu_the_demos_write_a_cuda_recipe_sized_for_it(monkeypatch):
+    """The CUDA branch cannot run here (no GPU): the configs and the recipe it would run, with the device given, and
+    the command line's choice with torch's CUDA probe answering yes."""
+    import torch
+
+    from countdown_rl.demo.pretrained import GPU_SIZED, choose_backends, pretrained_config
+    from countdown_rl.generation.backends import get_backend
+
+    gpu = demo.gpu_config()
+    recipe = demo.rl_recipe(gpu, "sft", "grpo", num_eval=300)
+    assert recipe["use_cpu"] is False and recipe["bf16"] is True and gpu.sft_bf16
+    assert recipe["per_device_train_batch_size"] == 16 * 8 and recipe["max_steps"] == 1000
+    cpu = demo.rl_recipe(demo.DemoConfig(device="cpu"), "sft", "grpo", num_eval=300)
+    assert cpu["use_cpu"] is True and cpu["per_device_train_batch_size"] == 4 * 8 and cpu["max_steps"] == 500
+    smol = pretrained_config("smollm2", device="cuda")
+    assert {key: getattr(smol, key) for key in GPU_SIZED} == GPU_SIZED
+    cpu_smol = pretrained_config("smollm2", device="cpu")  # the rest stays the CPU demo's
+    assert replace(smol, device="cpu", **{key: getattr(cpu_smol, key) for key in GPU_SIZED}) == cpu_smol
+    assert pretrained_config("smollm2", quick=True, device="cuda").max_steps == 2  # --quick stays the smoke run
+    expected = "vllm" if get_backend("vllm").installed() else "compiled"
+    assert choose_backends("model", device="cuda")[0] == expected
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    parse = demo_cli.build_parser().parse_args
+    assert demo_cli.config_from_args(parse([])) == gpu
+    assert demo_cli.config_from_args(parse(["--device", "cpu"])) == demo.DemoConfig(device="cpu")
+    assert demo_cli.config_from_args(parse(["--quick"])).device == "cuda"
 
 
 def test_table_and_results_match_the_eval_files(quick_runs):
@@ -170,7 +266,11 @@ def test_flags_override_the_presets():
     assert config.quick and config.max_steps == 7 and config.puzzles.num_eval == 12 and config.algorithm == "dr_grpo"
     assert config.sft_steps == demo.quick_config().sft_steps
     full = demo_cli.config_from_args(demo_cli.build_parser().parse_args([]))
-    assert full == demo.DemoConfig() and not full.quick and full.trace == "solver"
+    import torch
+
+    # the full demo as measured on the CPU; sized for the GPU where one runs it
+    assert full == (demo.gpu_config() if torch.cuda.is_available() else demo.DemoConfig(device="cpu"))
+    assert not full.quick and full.trace == "solver"
     assert demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--trace", "search"])).trace == "search"
     with pytest.raises(SystemExit):
         demo_cli.main(["--max-steps", "0"])
