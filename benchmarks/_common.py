@@ -76,6 +76,38 @@ def ensure_repo_on_path() -> None:
         sys.path.insert(0, root)
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def add_precision_flag(parser, default_for: str = "the demo's") -> None:
+    """``--precision auto|fp32|bf16``: ``auto`` is bf16 autocast where the device computes bf16 (a GPU, a CPU with
+    bf16 kernels) and fp32 elsewhere, as the demos choose; ``bf16`` forces it (emulated on a CPU without kernels)."""
+    parser.add_argument("--precision", choices=PRECISIONS, default="auto",
+                        help=f"bf16 autocast or fp32 (auto: bf16 where the device computes it, {default_for} choice; "
+                        "fp32 on a CPU without bf16 kernels, where bf16 is emulated and 15-60x slower)")
+
+
+def choose_bf16(precision: str, device: str = "cpu") -> bool:
+    """Whether a benchmark runs bf16 for ``--precision`` on ``device``; prints one line saying which and why.
+
+    >>> choose_bf16("fp32")
+    precision: fp32 (asked)
+    False
+    """
+    from countdown_rl.runs.device import choose_precision
+
+    if precision == "fp32":
+        print("precision: fp32 (asked)", flush=True)
+        return False
+    chosen = choose_precision(device, True)
+    if precision == "bf16" and not chosen.bf16:
+        print(f"precision: bf16 autocast (asked), emulated here: {chosen.why}", flush=True)
+        return True
+    print(f"precision: {'bf16 autocast' if chosen.bf16 else 'fp32'} on {device}" +
+          ("" if chosen.bf16 else f" (bf16 off: {chosen.why}; --precision bf16 forces it)"), flush=True)
+    return chosen.bf16
+
+
 def median(values: Iterable[float]) -> float:
     values = list(values)
     return statistics.median(values) if values else float("nan")

@@ -55,18 +55,26 @@ def _held_out_accuracy(run_dir: Path) -> float | None:
 def main(argv=None) -> None:
     args = parse_args(argv)
     _common.quiet_hf()
-    import torch
-
     from countdown_rl.demo.pretrained import choose_backends, pretrained_config, rollout_keys
-    from countdown_rl.demo.stages import demo_puzzles, demo_record, rl_recipe, sft_warmup_on_traces, train_rl
+    from countdown_rl.demo.stages import (
+        demo_puzzles,
+        demo_record,
+        placed,
+        placement_line,
+        rl_recipe,
+        sft_warmup_on_traces,
+        train_rl,
+    )
     from countdown_rl.models.source import resolve_model_source
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    config = pretrained_config(args.model, quick=args.quick, seed=args.seed, output_dir=str(out))
+    # as the demo: its device, and bf16 only where the device computes it (fp32 on a CPU without bf16 kernels)
+    config, placement = placed(pretrained_config(args.model, quick=args.quick, seed=args.seed, output_dir=str(out)))
+    print(placement_line(placement), flush=True)
     puzzles = demo_puzzles(config.puzzles, config.seed)
     base_dir = Path(resolve_model_source(args.model, "--model").path)
-    backend, _, why_not_vllm = choose_backends(str(base_dir), quick=args.quick)
+    backend, _, why_not_vllm = choose_backends(str(base_dir), quick=args.quick, device=config.device)
     print(f"{config.puzzles.describe()}: {len(puzzles['rl'])} RL puzzles, {len(puzzles['eval'])} held out; rollouts "
           f"through {backend}" + (f" ({why_not_vllm})" if why_not_vllm else ""), flush=True)
     if args.sft:
@@ -77,7 +85,7 @@ def main(argv=None) -> None:
         sft_warmup_on_traces(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps,
                              batch_size=config.sft_batch_size, learning_rate=config.sft_learning_rate,
                              trace=config.trace, seed=config.seed, show_progress=False,
-                             template=config.prompt_template, use_cpu=not torch.cuda.is_available())
+                             template=config.prompt_template, use_cpu=config.device == "cpu", bf16=config.sft_bf16)
         print(f"SFT: {config.sft_steps} steps in {time.perf_counter() - start:.0f} s -> {sft_dir}", flush=True)
 
     rows, seconds = [], {}

@@ -1,7 +1,8 @@
 """The real-model demo's rollouts on the CPU: plain ``generate`` against ``generation_backend: compiled``.
 
-The demo's RL stage runs on the CPU under bf16 autocast (fp32 weights); without vLLM its rollouts go through one of
-these two (:func:`countdown_rl.demo.pretrained.choose_backends`). This times both on the same batches:
+The demo's RL stage runs on the CPU under bf16 autocast (fp32 weights) where the CPU has bf16 kernels, in fp32
+elsewhere (``--precision``: the same choice by default); without vLLM its rollouts go through one of these two
+(:func:`countdown_rl.demo.pretrained.choose_backends`). This times both on the same batches:
 
 1. ``--model`` (a saved model folder, a packaged name such as ``smollm2``, converted once; or ``tiny``); the demo's
    RL puzzles in its chat template, ``--prompts`` prompts each repeated ``--generations`` times (one rollout batch,
@@ -38,7 +39,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--generations", type=int, default=8, help="samples a prompt (the demo's num_generations)")
     parser.add_argument("--budget", type=int, default=64, help="new tokens at most (the demo's budget)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of one plain and one compiled batch")
-    parser.add_argument("--no-bf16", action="store_true", help="fp32 throughout (default: bf16 autocast, the demo's)")
+    _common.add_precision_flag(parser)
+    parser.add_argument("--no-bf16", dest="precision", action="store_const", const="fp32", help="--precision fp32")
     parser.add_argument("--seed", type=int, default=0, help="seed of the puzzles and the sampling")
     return parser.parse_args(argv)
 
@@ -85,7 +87,8 @@ def main(argv=None) -> None:
                               eos_token_id=tokenizer.eos_token_id)
     compiled = CompiledGeneration(max_new_tokens=args.budget, prompt_buckets=automatic_buckets([len(p) for p in batch]),
                                   rows=len(batch))
-    precision = contextlib.nullcontext() if args.no_bf16 else torch.autocast("cpu", dtype=torch.bfloat16)
+    bf16 = _common.choose_bf16(args.precision)
+    precision = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
 
     def plain_call():
         ids, mask = left_pad(batch, pad)
@@ -109,11 +112,11 @@ def main(argv=None) -> None:
                 tokens[name].append(int((out != pad).sum()))
     plain, fast = _common.median(seconds["plain"]), _common.median(seconds["compiled"])
     row = [args.model, f"{args.prompts} x {args.generations}, {args.budget} tokens",
-           "fp32" if args.no_bf16 else "bf16 autocast", f"{plain:.2f} s", f"{fast:.2f} s", f"{fast / plain:.2f}x",
+           "bf16 autocast" if bf16 else "fp32", f"{plain:.2f} s", f"{fast:.2f} s", f"{fast / plain:.2f}x",
            f"{compile_s:.1f} s"]
     print(_common.markdown_table(["model", "batch", "precision", "plain", "compiled", "compiled / plain",
                                   "first compile"], [row]))
-    print(json.dumps({"model": args.model, "rows": len(batch), "budget": args.budget, "bf16": not args.no_bf16,
+    print(json.dumps({"model": args.model, "rows": len(batch), "budget": args.budget, "bf16": bf16,
                       "compile_s": compile_s, "seconds": seconds, "tokens": tokens}, indent=1))
 
 

@@ -65,6 +65,10 @@ def main(argv=None) -> None:
     spec = replace(spec, max_number=args.max_number, max_target=args.max_target, num_sft=args.steps * args.batch_size,
                    num_rl=8, num_eval=8)
     examples = trace_examples(demo_puzzles(spec, seed=args.seed)["sft"], template="chat", seed=args.seed)
+    from countdown_rl.runs.device import choose_precision
+
+    chosen = choose_precision("cpu", True)  # both ways are timed, as asked; say whether bf16 is native here
+    print("this CPU has bf16 kernels" if chosen.bf16 else f"bf16 is emulated here: {chosen.why}", flush=True)
     with tempfile.TemporaryDirectory() as workdir:
         model_dir = (save_tiny_model(Path(workdir) / "tiny") if args.model == "tiny"
                      else Path(resolve_model_source(args.model, "--model").path))

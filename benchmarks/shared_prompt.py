@@ -9,7 +9,8 @@ each distinct prompt of a micro-batch once and its completions against its cache
    a small random Qwen3, hidden 256 x 4 layers) or ``qwen3-1.7b`` (the recipe's model itself, random weights from
    ``gpu_profile.QWEN3_1_7B``, bf16, for a GPU); the random ones get the recipe's r1_zero Countdown prompt and
    completions of the whole budget (``min_new_tokens``). In a ``CountdownGRPOTrainer``: GRPO, beta 0, ``--prompts``
-   x ``--num-generations`` completions in one micro-batch; on CPU bf16 autocast unless ``--fp32``; the Countdown
+   x ``--num-generations`` completions in one micro-batch; on CPU bf16 autocast where it has bf16 kernels, else fp32
+   (``--precision``; said on the first line); the Countdown
    reward plus a dense toy reward for SmolLM2, the dense toy reward alone for the random models (a model that never
    solves a puzzle has all-zero advantages, and then no gradient to compare).
 2. Per configuration (``--modes`` full / LoRA r16 on every linear layer x ``--tokens`` budgets): one rollout batch
@@ -60,7 +61,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--gradient-checkpointing", action="store_true",
                         help="non-reentrant gradient checkpointing in every configuration (as the 1.7B recipes)")
     parser.add_argument("--repeats", type=int, default=3, help="timed off/on pairs")
-    parser.add_argument("--fp32", action="store_true", help="CPU: train in fp32 (default: bf16 autocast, as the demo)")
+    _common.add_precision_flag(parser, "the demo's (CPU; a GPU always runs bf16)")
+    parser.add_argument("--fp32", dest="precision", action="store_const", const="fp32", help="--precision fp32")
     parser.add_argument("--seed", type=int, default=0, help="seed of the puzzles, the weights and the sampling")
     args = parser.parse_args(argv)
     if args.device is None:
@@ -202,7 +204,7 @@ def run_config(args, mode: str, tokens: int, workdir: Path) -> dict:
     trainer = _common.build_trainer(
         "ours", "grpo", model=model, tokenizer=tokenizer, dataset=dataset, peft_config=peft_config,
         rewards=_common.reward_funcs(["countdown", "dense"] if args.model == "smollm2" else ["dense"]),
-        output_dir=str(workdir / "run"), use_cpu=not cuda, bf16=cuda or not args.fp32,
+        output_dir=str(workdir / "run"), use_cpu=not cuda, bf16=args.bf16,
         per_device_train_batch_size=args.prompts * args.num_generations, num_generations=args.num_generations,
         max_completion_length=tokens, temperature=0.7, beta=0.0, seed=args.seed,
         gradient_checkpointing=args.gradient_checkpointing,
@@ -268,6 +270,7 @@ def main(argv=None) -> None:
     import torch
 
     cuda = args.device == "cuda"
+    args.bf16 = True if cuda else _common.choose_bf16(args.precision)
     budgets = args.tokens or ([256] if args.model.startswith("qwen3") else [64])
     workdir = Path(tempfile.mkdtemp(prefix="shared-prompt-bench-"))
     rows = []
@@ -280,7 +283,7 @@ def main(argv=None) -> None:
                 rows.append(dict(mode=mode, oom=True, tokens=tokens))
                 gc.collect()
                 torch.cuda.empty_cache()
-    dtype = torch.float32 if args.fp32 and not cuda else torch.bfloat16
+    dtype = torch.bfloat16 if args.bf16 else torch.float32
     peak = _matmul_flops(args.device, dtype)
     unit, scale = ("TFLOP/s", 1e12) if cuda else ("GFLOP/s", 1e9)
     table = []

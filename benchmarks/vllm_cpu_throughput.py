@@ -165,10 +165,12 @@ def demo_rl_split(sft_dir: str, steps: int, seed: int = 0) -> dict:
     from trl.generation.vllm_generation import VLLMGeneration
 
     from countdown_rl.demo.pretrained import pretrained_config, rollout_keys
-    from countdown_rl.demo.stages import demo_puzzles, demo_record, rl_recipe, setup_environment, train_rl
+    from countdown_rl.demo.stages import demo_puzzles, demo_record, placed, rl_recipe, setup_environment, train_rl
     from countdown_rl.generation import vllm_sync
 
-    config = pretrained_config("smollm2", seed=seed, max_steps=steps, save_steps=steps + 1, in_training_eval=0)
+    # the demo's device and precision (fp32 on a CPU without bf16 kernels)
+    config, _ = placed(pretrained_config("smollm2", seed=seed, max_steps=steps, save_steps=steps + 1,
+                                         in_training_eval=0))
     setup_environment(config.num_threads)
     timings: dict[str, list[float]] = {"generate": [], "sync": []}
     # The sync is looked up by name when the engine reloads its weights.
@@ -204,7 +206,8 @@ def main(argv=None) -> None:
     parser.add_argument("--model", required=True, help="a model folder, a .gguf file or smollm2")
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--tokens", type=int, nargs="+", default=[128])
-    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--dtype", default=None, help="bfloat16 or float32 (default: bfloat16 where the CPU has bf16 "
+                        "kernels, else float32: bf16 is emulated there, 15-60x slower)")
     parser.add_argument("--backends", nargs="+", default=["transformers", "compiled", "vllm"])
     parser.add_argument("--zero_shot", action="store_true", help="held-out scores through vLLM instead")
     parser.add_argument("--puzzles", type=int, default=32, help="--zero_shot: rows per task")
@@ -217,6 +220,12 @@ def main(argv=None) -> None:
     from countdown_rl.models.source import resolve_model_source
 
     path = resolve_model_source(args.model, "--model").path
+    if args.dtype is None:
+        from countdown_rl.runs.device import cpu_has_bf16_kernels
+
+        args.dtype = "bfloat16" if cpu_has_bf16_kernels() else "float32"
+        print(f"dtype {args.dtype}" + ("" if args.dtype == "bfloat16" else " (this CPU has no bf16 kernels)"),
+              flush=True)
     if args.demo_rl:
         print(json.dumps(demo_rl_split(path, args.demo_rl, args.seed)))
         return

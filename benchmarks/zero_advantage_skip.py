@@ -7,7 +7,8 @@ exactly 0 and so is its gradient, yet TRL forwards and backpropagates it with th
 1. ``--model`` (a saved model folder, e.g. the SFT stage of ``countdown-rl demo --model_name_or_path smollm2``,
    ``OUT/sft``; or ``tiny`` for a random tiny Qwen3) in a ``CountdownGRPOTrainer``: GRPO, beta 0, the demo's chat prompts on
    its RL puzzles, the Countdown reward, ``--prompts`` x ``--num-generations`` completions of at most
-   ``--tokens``, bf16 autocast unless ``--fp32``: the real-model demo's RL step.
+   ``--tokens``, bf16 autocast where the CPU has bf16 kernels, else fp32 (``--precision``): the real-model demo's
+   RL step.
 2. ``--batches`` rollout batches from TRL's own generation and scoring (``_generate_and_score_completions``).
 3. On each batch, ``--repeats`` times, in alternating order: the loss and its backward pass with the skip off
    and on, gradients cleared in between, the wall time of each; and how far the two gradients are apart.
@@ -43,7 +44,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=2, help="timed off/on pairs per batch")
     parser.add_argument("--reward", choices=["countdown", "dense"], default="countdown",
                         help="'dense' (share of even token ids) gives a random model's groups a spread")
-    parser.add_argument("--fp32", action="store_true", help="train in fp32 (default: bf16 autocast, as the demo)")
+    _common.add_precision_flag(parser)
+    parser.add_argument("--fp32", dest="precision", action="store_const", const="fp32", help="--precision fp32")
     parser.add_argument("--seed", type=int, default=0, help="seed of the puzzles and the sampling")
     return parser.parse_args(argv)
 
@@ -87,7 +89,7 @@ def main(argv=None) -> None:
         "ours", "grpo", model=AutoModelForCausalLM.from_pretrained(str(model_dir)),
         tokenizer=AutoTokenizer.from_pretrained(str(model_dir)), dataset=dataset,
         rewards=_common.reward_funcs([args.reward]), output_dir=str(Path(workdir) / "run"), use_cpu=True,
-        bf16=not args.fp32, per_device_train_batch_size=args.prompts * args.num_generations,
+        bf16=_common.choose_bf16(args.precision), per_device_train_batch_size=args.prompts * args.num_generations,
         num_generations=args.num_generations, max_completion_length=args.tokens, temperature=args.temperature,
         beta=0.0, gradient_checkpointing=False, seed=args.seed)
     trainer.model.train()

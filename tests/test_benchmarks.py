@@ -12,7 +12,10 @@
 * ``benchmarks/sft_precision.py --model tiny``: SFT steps in fp32 and under bf16 autocast, timed, the losses
   within bf16 rounding of each other.
 * ``benchmarks/rollout_backends.py --model tiny``: the demo's rollout batch through plain ``generate`` and the
-  compiled backend under bf16 autocast, timed (the compiled one must not have fallen back).
+  compiled backend in the demo's precision (bf16 autocast where the CPU has bf16 kernels), timed (the compiled one
+  must not have fallen back).
+* ``benchmarks/demo_precision.py --model tiny``: the real-model demo's RL steps in fp32 and forced bf16, each run's
+  record saying what ran.
 * ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
   rows and the minutes saved from the runs' own records.
 * ``benchmarks/gpu_transport.py split`` / ``join``: a file in checked parts and back, a changed or missing part refused.
@@ -263,6 +266,11 @@ def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
     assert float(cells["gradient norm (off)"]) > 0  # a real update to compare, not all-zero advantages
     assert float(cells["gradient diff (relative norm)"]) < 2e-2
     assert float(cells["GFLOP/s off / on (matmul peak)"].split("(")[1].rstrip(")")) > 0  # the machine's matmul rate
+    from countdown_rl.runs.device import cpu_has_bf16_kernels
+
+    # the demo's precision by default: bf16 autocast only where the CPU has bf16 kernels, and the first line says so
+    assert ("precision: bf16 autocast on cpu" if cpu_has_bf16_kernels() else
+            "precision: fp32 on cpu (bf16 off: this CPU has no bf16 kernels") in stdout
 
 
 @pytest.mark.comparison
@@ -282,12 +290,16 @@ def test_sft_precision_times_both_ways_and_trains_the_same_to_rounding():
 
 @pytest.mark.slow  # a compile; the compiled backend under bf16 autocast is tested in tests/generation/test_compiled.py
 def test_rollout_backends_times_plain_and_compiled_on_the_demos_batch():
+    from countdown_rl.runs.device import cpu_has_bf16_kernels
+
     stdout = _run("rollout_backends.py", "--model", "tiny", "--repeats", "1")
     header, [row] = _table(stdout)
     cells = dict(zip(header, row))
-    assert (cells["model"], cells["batch"], cells["precision"]) == ("tiny", "4 x 8, 64 tokens", "bf16 autocast")
+    bf16 = cpu_has_bf16_kernels()  # the demo's precision: bf16 autocast only where the CPU has bf16 kernels
+    assert (cells["model"], cells["batch"]) == ("tiny", "4 x 8, 64 tokens")
+    assert cells["precision"] == ("bf16 autocast" if bf16 else "fp32")
     record = json.loads(stdout[stdout.index("\n{"):])
-    assert record["rows"] == 32 and record["bf16"] is True and record["compile_s"] > 0
+    assert record["rows"] == 32 and record["bf16"] is bf16 and record["compile_s"] > 0
     [plain], [compiled] = record["seconds"]["plain"], record["seconds"]["compiled"]
     assert float(cells["compiled / plain"].rstrip("x")) == pytest.approx(compiled / plain, abs=0.006)
     assert all(n > 0 for n in record["tokens"]["plain"] + record["tokens"]["compiled"])  # both generated
@@ -328,6 +340,20 @@ def test_shared_prompt_full_and_lora_under_checkpointing():
     for c in cells:
         assert c["log-prob pass (on)"] == "prompt-once"
         assert float(c["gradient norm (off)"]) > 0 and float(c["gradient diff (relative norm)"]) < 2e-2
+
+
+@pytest.mark.slow  # the precision choice is in the default tier (tests/runs/test_device.py); this is the script
+def test_demo_precision_times_the_rl_stage_in_fp32_and_forced_bf16(tmp_path):
+    stdout = _run("demo_precision.py", "--model", "tiny", "--sft-steps", "0", "--steps", "1", "--out",
+                  str(tmp_path / "bench"), timeout=400)
+    header, rows = _table(stdout)
+    cells = [dict(zip(header, row)) for row in rows]
+    assert [c["asked"] for c in cells] == ["fp32", "bf16"] and all(float(c["mean step"][:-2]) > 0 for c in cells)
+    record = json.loads(stdout[stdout.index("\n{"):])
+    fp32, bf16 = record["runs"]["fp32"]["precision"], record["runs"]["bf16"]["precision"]
+    assert (fp32["autocast"], bf16["autocast"]) == (None, "bf16")  # each run's record says what ran
+    assert [c["what ran (run record)"] for c in cells] == [fp32["summary"], bf16["summary"]]
+    assert re.search(r"bf16 / fp32: mean step \d+\.\dx, CPU seconds a step \d+\.\dx", stdout)
 
 
 @pytest.mark.slow  # the demo's RL stage runs in the default tier (tests/demo/test_pretrained.py); this is the script
