@@ -4,7 +4,8 @@
    :class:`DeviceError` (raised before any model loads); ``cpu`` is the CPU even beside a GPU.
 2. :func:`cpu_has_bf16_kernels`: whether this CPU computes bf16 natively, the one place that decides it. torch's
    probe (``torch.ops.mkldnn._is_mkldnn_bf16_supported()``: oneDNN's effective ISA at least AVX512_CORE) and the
-   processor's bf16 instructions (AVX512_BF16 or AMX): AVX-512 alone runs bf16 by converting it to fp32, no faster.
+   processor's bf16 instructions (AVX512_BF16 or AMX): with AVX-512 alone oneDNN converts bf16 to fp32 and back
+   (torch's probe says yes there; not measured here, so counted as no kernels).
    ``ONEDNN_MAX_CPU_ISA`` (or ``DNNL_MAX_CPU_ISA``) below AVX512_CORE_BF16 counts as none, read here as well: oneDNN
    fixes its ISA once per process, so a mask set later would not reach the probe. Without them bf16 is emulated:
    measured 15-60x slower than fp32 (:data:`BF16_CPU_COST`).
