@@ -28,8 +28,8 @@ __all__ = ["BF16_CPU_COST", "DEVICES", "DeviceError", "Precision", "choose_preci
            "describe_precision", "resolve_device"]
 
 DEVICES = ("auto", "cuda", "cpu")
-# Measured on an AMD EPYC with AVX2 only (torch 2.13.0+cpu, 2 threads): benchmarks/RESULTS.md, "Precision follows
-# the processor".
+# Measured on an AMD EPYC with AVX2 only (torch 2.13.0+cpu, 2 threads): benchmarks/RESULTS.md, "Precision on
+# CPUs with and without bf16 kernels".
 BF16_CPU_COST = ("bf16 on a CPU without bf16 kernels is emulated, 15-60x slower than fp32 (measured: a 1024 x 1024 "
                  "matmul 0.8 against 47 GFLOP/s)")
 # oneDNN's ISA names below the first with bf16 instructions (AVX512_CORE_BF16), as ONEDNN_MAX_CPU_ISA spells them.
