@@ -30,8 +30,8 @@ __all__ = ["BF16_CPU_COST", "DEVICES", "DeviceError", "Precision", "choose_preci
 DEVICES = ("auto", "cuda", "cpu")
 # Measured on an AMD EPYC with AVX2 only (torch 2.13.0+cpu, 2 threads): benchmarks/RESULTS.md, "Precision on
 # CPUs with and without bf16 kernels".
-BF16_CPU_COST = ("bf16 on a CPU without bf16 kernels is emulated, 15-60x slower than fp32 (measured: a 1024 x 1024 "
-                 "matmul 0.8 against 47 GFLOP/s)")
+BF16_CPU_COST = ("bf16 on a CPU without bf16 kernels is emulated, 15-60x slower than fp32 in its matmuls (measured: "
+                 "a 1024 x 1024 matmul 0.8 against 47 GFLOP/s; the SmolLM2 demo's whole RL step 1.8x)")
 # oneDNN's ISA names below the first with bf16 instructions (AVX512_CORE_BF16), as ONEDNN_MAX_CPU_ISA spells them.
 _NO_BF16_ISAS = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI"})
 
