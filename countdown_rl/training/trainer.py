@@ -93,18 +93,15 @@ def prompt_once_default(device_type: str, *, lora: bool, gradient_checkpointing:
     (False, 'default off on a GPU without gradient checkpointing: pr')
     """
     if device_type == "cpu":
-        row, on = "cpu", True
+        row, on, where = "cpu", True, "on the CPU"
     elif device_type != "cuda":
         return False, f"default off on {device_type}: prompt-once is not measured there"
     elif lora:
-        row, on = "gpu, lora", False
+        row, on, where = "gpu, lora", False, "on a GPU with LoRA"
     elif not gradient_checkpointing:
-        row, on = "gpu, no gradient checkpointing", False
+        row, on, where = "gpu, no gradient checkpointing", False, "on a GPU without gradient checkpointing"
     else:
-        row, on = "gpu, gradient checkpointing", True
-    where = {"cpu": "on the CPU", "gpu, lora": "on a GPU with LoRA",
-             "gpu, no gradient checkpointing": "on a GPU without gradient checkpointing",
-             "gpu, gradient checkpointing": "on a GPU with gradient checkpointing"}[row]
+        row, on, where = "gpu, gradient checkpointing", True, "on a GPU with gradient checkpointing"
     figure, setting = PROMPT_ONCE_MEASURED[row].split(" ", 1)
     return on, f"default {'on' if on else 'off'} {where}: prompt-once measured {figure} the plain pass {setting}"
 
