@@ -249,8 +249,9 @@ def part_b(args, deadline: float, notes: list[str]) -> list[dict]:
     if not whole_groups:
         skipped(notes, "(b) whole-group micro-batches", "this version's trainer has no group_micro_batches "
                 "(the rows below use TRL's shuffled micro-batches)")
-    if importlib.util.find_spec("vllm") is None:
-        skipped(notes, "(b) vLLM rollouts", "vllm is not installed (rollouts: generate and the compiled backend)")
+    # Said installed or not: this part's rollouts are generate's and the compiled backend's (gpu_profile.py's).
+    skipped(notes, "(b) vLLM rollouts", "this part times generate and the compiled backend"
+            + ("" if importlib.util.find_spec("vllm") is not None else "; vllm is not installed here either"))
     import tempfile
 
     workdir = tempfile.mkdtemp(prefix="gpu_study_b_")

@@ -14,6 +14,36 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pytest  # noqa: E402
 
 
+# The files that take longest, longest first (as measured by --durations on 2 cores, slow tier then default tier).
+# Under pytest-xdist (pyproject's addopts) a whole file goes to a worker as one unit, in collection order: a long file
+# that started last would run alone while the other worker idles. The rest keep their order; a stale list only moves
+# when a file starts.
+LONGEST_FILES = (
+    "tests/demo/test_pretrained.py",
+    "tests/test_slurm.py",
+    "tests/test_benchmarks.py",
+    "tests/commands/test_evaluate_vllm.py",
+    "tests/sweeps/test_runner.py",
+    "tests/runs/test_engine.py",
+    "tests/commands/test_bad_invocations.py",
+    "tests/demo/test_stages.py",
+    "tests/training/test_reliability.py",
+    "tests/tasks/countdown/test_blind.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The files of :data:`LONGEST_FILES` first, in its order (a stable sort: each file's tests keep theirs)."""
+    rank = {path: i for i, path in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pyproject's addopts): a worker per core this process may use, at most 4 (each test is one thread;
+    more workers add memory, not speed, on the tiny models). xdist reads ``PYTEST_XDIST_AUTO_NUM_WORKERS`` first."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A saved tiny Qwen3 + tokenizer (``save_pretrained`` layout), deterministic for seed 0."""

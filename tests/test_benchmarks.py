@@ -33,7 +33,7 @@ import sys
 
 import pytest
 
-from tests.helpers.env import ROOT, offline_env
+from tests.helpers.env import ROOT, hang_guard, offline_env
 GPU_PROFILE_COLUMNS = [
     "mode", "trainer", "G", "budget", "completions", "status", "step s", "gen s", "reward s", "other scoring s",
     "train s", "gen tok/s", "trained tok", "train TFLOP", "MFU %", "peak mem GiB", "ours/stock",
@@ -43,7 +43,7 @@ GPU_PROFILE_COLUMNS = [
 def _run(script: str, *args: str, timeout: int = 150) -> str:
     env = offline_env()
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=hang_guard(timeout))
     assert done.returncode == 0, (
         f"{script} failed (rc {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
@@ -363,11 +363,16 @@ def test_demo_rl_stage_times_both_passes_from_one_sft_model(tiny_model_dir, tmp_
     header, rows = _table(stdout)
     cells = [dict(zip(header, row)) for row in rows]
     assert [c["shared_prompt_forward"] for c in cells] == ["false", "true"]
-    assert [c["log-prob pass (run record)"] for c in cells] == ["plain", "prompt-once"]
+    ran = [c["log-prob pass (run record)"] for c in cells]
+    # Off: the plain pass. On: prompt-once where a micro-batch holds two trained rows of one prompt; in 2 quick steps
+    # of the tiny model every group may score alike, and its rows skip the passes (skip_zero_advantage), so the
+    # record may say the plain pass ran and why. The table prints what the record says, whichever it was.
+    assert ran[0] == "plain", ran
+    assert ran[1] == "prompt-once" or ran[1].startswith(("prompt-once (plain in ", "plain (")), ran
     assert all(c["steps"] == "2" for c in cells)
-    for flag in ("false", "true"):  # each RL run started from the one SFT model and wrote its own record
+    for flag, said in zip(("false", "true"), ran):  # each RL run started from the one SFT model, wrote its own record
         record = json.loads((out / f"rl-shared-prompt-{flag}" / "run_info.json").read_text())
-        assert record["extra"]["log_prob_pass"] == ("plain" if flag == "false" else "prompt-once")
+        assert record["extra"]["log_prob_pass"] == said
     assert (out / "sft" / "model.safetensors").exists()
     assert re.search(r"RL stage off / on: \d+\.\d\dx; minutes saved: -?\d+\.\d of \d+\.\d", stdout)
 
@@ -413,7 +418,7 @@ def test_gpu_study_quick_runs_both_parts_on_the_cpu_and_says_what_it_skipped(tmp
     out = tmp_path / "out"
     stdout = _run("gpu_study.py", "--quick", "--workdir", str(tmp_path / "work"), "--out", str(out), timeout=900)
     assert "skipped: (a) SmolLM2: --quick runs the tiny demo model on the CPU" in stdout
-    assert "skipped: (b) vLLM rollouts: vllm is not installed" in stdout
+    assert "skipped: (b) vLLM rollouts: this part times generate and the compiled backend" in stdout  # vLLM or not
     study = json.loads((out / "gpu_study.json").read_text())
     assert [(r["seed"], r["algorithm"]) for r in study["study"]["runs"]] == [(0, "grpo"), (0, "dr_grpo")]
     assert re.search(r"^goal: \d of 2 runs at least \+5 points over the SFT model with McNemar p < 0.05 on 300 "

@@ -49,7 +49,7 @@ def _quick_then_resume(model: str, out, env=None) -> tuple[str, str, dict]:
     return first, resumed, results
 
 
-def _check_files_and_table(out, first: str, resumed: str, results: dict, model: str) -> None:
+def _check_files_and_table(out, first: str, results: dict, model: str) -> None:
     for folder in ("base_eval", "zero_shot", "grpo/eval", "grpo/zero_shot", "transfer/base", "transfer/sft",
                    "grpo/transfer"):
         assert (out / folder / "eval.json").is_file(), folder
@@ -96,13 +96,18 @@ def _check_files_and_table(out, first: str, resumed: str, results: dict, model: 
         assert record.recipe[key] is results["config"][key] is True, key
     assert set(results["timings"]) >= {"base_eval_s", "sft_s", "sft_eval_s", "rl_s", "final_eval_s", "total_s"}
     assert f"rollouts through {results['rollout_backend']}" in first
+
+
+def _check_reused(out, resumed: str) -> None:
+    """A ``--resume`` next to a finished SFT stage: the SFT model and the base model's evaluation read back."""
     assert "SFT warm-up: reusing" in resumed and f"reusing {out / 'base_eval'}" in resumed
 
 
 def test_quick_run_on_a_model_folder(tiny_model_dir, tmp_path):
     out = tmp_path / "demo"
     first, resumed, results = _quick_then_resume(str(tiny_model_dir), out)
-    _check_files_and_table(out, first, resumed, results, str(tiny_model_dir))
+    _check_files_and_table(out, first, results, str(tiny_model_dir))
+    _check_reused(out, resumed)
 
 
 def _check_lora_run(out, log: str) -> dict:
@@ -136,23 +141,26 @@ def test_quick_lora_run_trains_an_adapter_and_evaluates_it_merged(tiny_model_dir
 
 @pytest.mark.slow
 @needs_smollm2
-def test_quick_run_on_smollm2(tmp_path):
-    """The real pretrained model through every stage (its conversion cached in the test's folder)."""
+def test_quick_run_on_smollm2_then_a_lora_rl_stage_on_its_sft_model(tmp_path):
+    """The real pretrained model through every stage (its conversion cached in the test's folder); then, its RL run
+    removed, ``--resume --lora``: the SFT model and the base and SFT evaluations read back, an adapter trained on the
+    SFT model (rollouts through colocated vLLM where installed) and evaluated merged. One test, not a second whole run:
+    on 2 AVX2 cores each SmolLM2 run takes minutes, and the slow tier's budget holds both tiers' 60 minutes."""
     out = tmp_path / "demo"
     env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
-    first, resumed, results = _quick_then_resume("smollm2", out, env)
-    _check_files_and_table(out, first, resumed, results, "smollm2")
+    code, first = _run(["--model_name_or_path", "smollm2", "--quick", "--output_dir", str(out)], env)
+    assert code == 0, first[-3000:]
+    results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
+    _check_files_and_table(out, first, results, "smollm2")
     assert read_run_record(out / "grpo").extra["model_source"]["given"] == "smollm2"
 
-
-@pytest.mark.slow
-@needs_smollm2
-def test_quick_lora_run_on_smollm2(tmp_path):
-    """``--model_name_or_path smollm2 --lora``: an adapter on the real model, rollouts through colocated vLLM where installed."""
-    out = tmp_path / "demo"
-    env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
-    code, log = _run(["--model_name_or_path", "smollm2", "--quick", "--lora", "--output_dir", str(out)], env)
+    sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
+    shutil.rmtree(out / "grpo")
+    code, log = _run(["--model_name_or_path", "smollm2", "--quick", "--lora", "--output_dir", str(out), "--resume"],
+                     env)
     assert code == 0, log[-3000:]
+    assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
+    _check_reused(out, log)
     results = _check_lora_run(out, log)
     checkpoint = read_run_record(out / "grpo").extra["model_source"]["checkpoint"]
     assert results["rollout_backend"] == pretrained.choose_backends(checkpoint, quick=True)[0]
