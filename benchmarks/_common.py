@@ -10,6 +10,8 @@ Heavy imports (torch, trl, transformers) happen inside functions, so ``--help`` 
   stock equivalent of the algorithm (``STOCK_EQUIVALENT``) and otherwise identical arguments.
 * ``CASES`` and ``build_scratch`` / ``run`` / ``snapshot`` / ``problems``: the bad invocations (one error line,
   nothing touched) that ``tests/commands/test_bad_invocations.py`` asserts and ``reliability.py`` measures.
+* ``demo_stage_parser`` / ``demo_sft``: the flags of the scripts over the real-model demo's stages (model, seed,
+  start model) and its SFT stage, timed.
 * ``StepTimer``: a ``TrainerCallback`` timing each optimizer step (``on_step_begin`` -> ``on_step_end``), plus
   per-phase totals from wrappers put on the trainer instance (``instrument``); TRL's logging, which runs just
   after ``on_step_end``, is timed as its own phase.
@@ -77,6 +79,32 @@ def ensure_repo_on_path() -> None:
 
 
 PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def demo_stage_parser(doc: str, model_help: str, sft_help: str):
+    """The parser of a benchmark over the real-model demo's stages: the script's docstring's first paragraph, and the
+    flags each such script takes (the demo's model and seed, and a start model made earlier)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--model", default="smollm2", help=model_help)
+    parser.add_argument("--seed", type=int, default=0, help="the demo's seed (puzzles, SFT, RL)")
+    parser.add_argument("--sft", default=None, help=sft_help)
+    return parser
+
+
+def demo_sft(base_dir: Path, sft_dir: Path, puzzles: dict, config, steps: int, **options: Any) -> Path:
+    """The demo's SFT warm-up (its settings in ``config``, a ``DemoConfig``) from ``base_dir`` into ``sft_dir``, timed
+    and said in one line; ``options`` go to ``sft_warmup_on_traces`` (``use_cpu``, ``bf16``). Returns ``sft_dir``."""
+    from countdown_rl.demo.stages import sft_warmup_on_traces
+
+    started = time.perf_counter()
+    sft_warmup_on_traces(base_dir, sft_dir, puzzles["sft"], steps=steps, batch_size=config.sft_batch_size,
+                         learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
+                         show_progress=False, template=config.prompt_template, **options)
+    print(f"SFT: {steps} steps in {time.perf_counter() - started:.0f} s -> {sft_dir}", flush=True)
+    return sft_dir
 
 
 def add_precision_flag(parser, default_for: str = "the demo's") -> None:

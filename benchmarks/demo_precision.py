@@ -34,11 +34,8 @@ _common.ensure_repo_on_path()
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--model", default="smollm2", help="the demo's model: a name, a folder, or 'tiny'")
-    parser.add_argument("--seed", type=int, default=0, help="the demo's seed (puzzles, SFT, RL)")
-    parser.add_argument("--sft", default=None, help="a start model folder (default: a short SFT warm-up here)")
+    parser = _common.demo_stage_parser(__doc__, "the demo's model: a name, a folder, or 'tiny'",
+                                       "a start model folder (default: a short SFT warm-up here)")
     parser.add_argument("--sft-steps", type=int, default=20, help="SFT steps when no --sft (0: the base model)")
     parser.add_argument("--steps", type=int, default=2, help="RL steps a run")
     parser.add_argument("--precisions", nargs="+", choices=["fp32", "bf16"], default=["fp32", "bf16"],
@@ -58,7 +55,7 @@ def main(argv=None) -> None:
     import torch
 
     from countdown_rl.demo.pretrained import pretrained_config, rollout_keys
-    from countdown_rl.demo.stages import demo_puzzles, demo_record, rl_recipe, sft_warmup_on_traces, train_rl
+    from countdown_rl.demo.stages import demo_puzzles, demo_record, rl_recipe, train_rl
     from countdown_rl.demo.tiny import save_tiny_model
     from countdown_rl.models.source import resolve_model_source
     from countdown_rl.runs.device import cpu_has_bf16_kernels
@@ -76,13 +73,7 @@ def main(argv=None) -> None:
     elif args.sft_steps == 0:
         start_dir = base_dir
     else:
-        start_dir = out / "sft"
-        started = time.perf_counter()
-        sft_warmup_on_traces(base_dir, start_dir, puzzles["sft"], steps=args.sft_steps,
-                             batch_size=config.sft_batch_size, learning_rate=config.sft_learning_rate,
-                             trace=config.trace, seed=config.seed, show_progress=False,
-                             template=config.prompt_template, use_cpu=True)
-        print(f"SFT: {args.sft_steps} steps in {time.perf_counter() - started:.0f} s -> {start_dir}", flush=True)
+        start_dir = _common.demo_sft(base_dir, out / "sft", puzzles, config, args.sft_steps, use_cpu=True)
 
     rows, means, results = [], {}, {}
     for name in args.precisions:

@@ -32,11 +32,8 @@ _common.ensure_repo_on_path()
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--model", default="smollm2", help="the demo's model (a name or a folder)")
-    parser.add_argument("--seed", type=int, default=0, help="the demo's seed (puzzles, SFT, RL)")
-    parser.add_argument("--sft", default=None, help="an SFT model folder to start from (default: run the SFT stage)")
+    parser = _common.demo_stage_parser(__doc__, "the demo's model (a name or a folder)",
+                                       "an SFT model folder to start from (default: run the SFT stage)")
     parser.add_argument("--out", default="outputs/demo-rl-stage", help="folder for the SFT model and both RL runs")
     parser.add_argument("--quick", action="store_true", help="the demo's quick settings: a smoke test")
     return parser.parse_args(argv)
@@ -62,7 +59,6 @@ def main(argv=None) -> None:
         placed,
         placement_line,
         rl_recipe,
-        sft_warmup_on_traces,
         train_rl,
     )
     from countdown_rl.models.source import resolve_model_source
@@ -80,13 +76,8 @@ def main(argv=None) -> None:
     if args.sft:
         sft_dir = Path(args.sft)
     else:
-        sft_dir = out / "sft"
-        start = time.perf_counter()
-        sft_warmup_on_traces(base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps,
-                             batch_size=config.sft_batch_size, learning_rate=config.sft_learning_rate,
-                             trace=config.trace, seed=config.seed, show_progress=False,
-                             template=config.prompt_template, use_cpu=config.device == "cpu", bf16=config.sft_bf16)
-        print(f"SFT: {config.sft_steps} steps in {time.perf_counter() - start:.0f} s -> {sft_dir}", flush=True)
+        sft_dir = _common.demo_sft(base_dir, out / "sft", puzzles, config, config.sft_steps,
+                                   use_cpu=config.device == "cpu", bf16=config.sft_bf16)
 
     rows, seconds = [], {}
     for flag in (False, True):
