@@ -104,7 +104,12 @@ def test_fsdp_is_version_2_and_accelerate_builds_the_plugin():
 
 
 def test_multi_node_takes_rank_and_address_from_the_launch_line(monkeypatch):
+    import accelerate.utils.launch
     from accelerate.utils.launch import prepare_multi_gpu_env
+
+    # What is tested is the rank and address taken from the launch line, not whether port 29500 (accelerate's
+    # default, checked on rank 0) is free on this machine: a test in another worker process may hold it.
+    monkeypatch.setattr(accelerate.utils.launch, "is_port_in_use", lambda port: False)
 
     raw = yaml.safe_load((CONFIG_DIR / "multi_node.yaml").read_text())
     config = load_config_from_file(str(CONFIG_DIR / "multi_node.yaml"))

@@ -47,7 +47,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert test_commands == [line for line in ci_lines if line.startswith("python -m pytest")]
     assert test_commands == ["python -m pytest -q", "python -m pytest -q -m slow"]
     pyproject = (ROOT / "pyproject.toml").read_text()  # (no tomllib on Python 3.10)
-    assert "\naddopts = \"-m 'not slow'\"\n" in pyproject and '\n    "slow: ' in pyproject
+    assert "\naddopts = \"-m 'not slow' " in pyproject and '\n    "slow: ' in pyproject
 
 
 def test_cli_help_lists_the_commands_without_importing_torch_or_trl():

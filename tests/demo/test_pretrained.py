@@ -168,13 +168,14 @@ def test_quick_run_on_smollm2_then_a_lora_rl_stage_on_its_sft_model(tmp_path):
 
 def test_without_vllm_a_full_run_rolls_out_compiled_and_quick_plain(tiny_model_dir):
     """The compiled backend repays its first compile over a full run's 40 steps, not over --quick's 2
-    (benchmarks/rollout_backends.py); where vLLM runs the model, it does both."""
+    (benchmarks/rollout_backends.py); where vLLM runs the model, it rolls out in both, and evaluates in a full run
+    only (--quick's 8 held-out puzzles do not repay an engine start per evaluation stage)."""
     from countdown_rl.generation.backends import get_backend
 
     full, quick = pretrained.choose_backends(str(tiny_model_dir)), pretrained.choose_backends(str(tiny_model_dir),
                                                                                                quick=True)
     if full[0] == "vllm":  # installed, and it runs this model
-        assert quick == full == ("vllm", "vllm", None)
+        assert full == ("vllm", "vllm", None) and quick == ("vllm", "transformers", None)
     else:  # not installed, or it refused the model (the reason says which)
         assert full[:2] == ("compiled", "transformers") and quick[:2] == ("transformers", "transformers")
         assert full[2] == quick[2] and (get_backend("vllm").installed() or full[2] == "vLLM is not installed")
