@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.env import ROOT, offline_env
+from tests.helpers.env import ROOT, hang_guard, offline_env
 SCRIPT = ROOT / "scripts" / "local_slurm.sh"
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 FORMAT_COPY = ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml"
@@ -207,18 +207,22 @@ def timed(slurm, warm_model, tmp_path_factory):
         return write_yaml(tmp / f"{name}.yaml", {"name": name, "base": str(base_file), "axes": {"beta": [0.0]},
                                                  "seeds": [0], "output_root": str(tmp / name), **extra})
 
+    # Every case's script written first, then all submitted and the reference started: each `countdown-rl sweep
+    # --slurm` starts Python and imports the package, which took over 2 minutes once earlier cases' jobs were training
+    # beside it (and another test worker's runs).
+    for case, (settings, under_accelerate, _) in CASES.items():
+        extra = {"slurm": settings, **({"accelerate_config": str(accelerate)} if under_accelerate else {})}
+        slurm.run("countdown-rl", "sweep", str(spec(case, **extra)), "--slurm", cwd=tmp, timeout=hang_guard(120))
+        if case == "time-limit-sigterm":
+            script = tmp / case / "sweep.sbatch"
+            lines = script.read_text().splitlines()
+            script.write_text("\n".join(line for line in lines if not line.startswith("#SBATCH --signal")) + "\n")
     reference = subprocess.Popen([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec("reference"))],
                                  cwd=tmp, env=slurm.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     jobs = {}
     try:
-        for case, (settings, under_accelerate, _) in CASES.items():
-            extra = {"slurm": settings, **({"accelerate_config": str(accelerate)} if under_accelerate else {})}
-            slurm.run("countdown-rl", "sweep", str(spec(case, **extra)), "--slurm", cwd=tmp, timeout=120)
-            script = tmp / case / "sweep.sbatch"
-            if case == "time-limit-sigterm":
-                lines = script.read_text().splitlines()
-                script.write_text("\n".join(line for line in lines if not line.startswith("#SBATCH --signal")) + "\n")
-            jobs[case] = slurm.sbatch(f"--time={settings['time']}", str(script), cwd=tmp)
+        for case, (settings, _, _) in CASES.items():
+            jobs[case] = slurm.sbatch(f"--time={settings['time']}", str(tmp / case / "sweep.sbatch"), cwd=tmp)
         signalled = set()
 
         def all_done():
