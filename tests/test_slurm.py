@@ -164,19 +164,22 @@ def test_a_two_run_sweep_array_runs_to_the_end_and_reports(slurm, tiny_model_dir
 
 # case: (slurm settings, accelerate, what the test does to the job: None, "scancel --signal=X" or "scancel")
 CASES = {
-    # SLURM may send the signal up to 60 s early (its man page): 30-90 s in, after the run installed its handlers
-    "early-signal": ({"time": "00:02:00", "signal_seconds": 30}, False, None),
-    "time-limit-sigterm": ({"time": "00:01:00", "signal_seconds": 30}, False, None),  # its script loses --signal
+    # SLURM may send the signal up to 60 s early (its man page), and its time-limit check runs once a minute, so the
+    # signal may also come a minute late (shared/notes/slurm-local.md): 120-240 s in. The limits leave a run starting
+    # beside the other cases and another test worker's runs (its imports took over a minute there) two minutes to
+    # install its handlers.
+    "early-signal": ({"time": "00:03:30", "signal_seconds": 30}, False, None),
+    "time-limit-sigterm": ({"time": "00:02:00", "signal_seconds": 30}, False, None),  # its script loses --signal
     "scancel-usr1": ({"time": "00:10:00", "signal_seconds": 60}, False, "USR1"),
     "accelerate-scancel-term": ({"time": "00:10:00", "signal_seconds": 60}, True, "TERM"),
     "scancel": ({"time": "00:10:00", "signal_seconds": 60}, False, "cancel"),
 }
-# 44 s for 600 steps on an idle machine (CI): the early signal, 30-90 s after the start, came after the end; and the
-# time-limit check runs once a minute, so it may come a minute late (shared/notes/slurm-local.md). The five tasks and
-# the reference run start together, one-thread processes sharing two cores, and the cancelled ones leave early: even
-# with a core to itself from the 1-minute mark, a run is at most ~1,450 steps in at 150 s. 1600 steps outlast that
-# window and a 1-minute limit alike (2000 took this fixture 11 minutes).
-STEPS = 1600
+# A run must outlast the latest signal (240 s). 44 s for 600 steps on an idle machine (13.6 a second, one thread);
+# the five tasks and the reference run start together on two cores beside another test worker, and the cancelled
+# ones leave after their first checkpoint for the two minutes a requeue waits: about half a core each from then on,
+# ~1,400 steps by 240 s; 2400 steps leave room. (With limits of 1 and 2 minutes, under that load a signal came
+# before a run had installed its handlers.)
+STEPS = 2400
 
 
 @pytest.fixture(scope="module")

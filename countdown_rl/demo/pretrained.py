@@ -146,9 +146,10 @@ def choose_backends(model_dir: str, quick: bool = False, device: str = "cpu") ->
     ``compiled`` because on the CPU, under the demo's bf16 autocast, it generated SmolLM2's rollout batch in 0.80x
     plain ``generate``'s time after a first compile of 22-42 s a batch shape (``benchmarks/rollout_backends.py
     --model smollm2``; benchmarks/RESULTS.md): 40 steps repay it. ``quick`` (2 steps) does not: plain ``generate``.
-    For the same reason ``quick`` on the CPU evaluates through ``generate`` where vLLM runs the model: each
-    evaluation stage would start an engine of its own (its CPU KV cache, the model loaded again), which 8 held-out
-    puzzles do not repay; its rollouts still go through the colocated engine, the path a full run takes.
+    For the same reason ``quick`` on the CPU leaves vLLM out where it runs the model (the reason says so): an engine
+    start per stage, and weight syncs into it, do not repay 2 steps and 8 held-out puzzles; its OpenMP threads also
+    slow to a crawl beside other busy processes (the SmolLM2 quick run's 2-step RL stage took 14 minutes beside
+    the SLURM tests' training runs).
     On ``device="cuda"`` the check of vLLM's CPU kernels is left out (the GPU build runs the model).
     """
     from countdown_rl.generation.backends import get_backend
@@ -159,11 +160,13 @@ def choose_backends(model_dir: str, quick: bool = False, device: str = "cpu") ->
         return without_vllm, "transformers", "vLLM is not installed"
     if device == "cuda":
         return "vllm", "vllm", None
+    if quick:
+        return without_vllm, "transformers", "--quick on the CPU: an engine start does not repay 2 steps"
     try:
         check_cpu_engine_model(model_dir, "--model_name_or_path")
     except ValueError as err:
         return without_vllm, "transformers", str(err)
-    return "vllm", "transformers" if quick else "vllm", None
+    return "vllm", "vllm", None
 
 
 def rollout_keys(backend: str) -> dict[str, Any]:
