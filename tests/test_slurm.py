@@ -8,8 +8,9 @@
    ``--signal`` line, as when the early signal comes too late), ``scancel --signal=USR1``, the same under
    ``accelerate_config`` (``scancel --signal=TERM``, its default), and a plain ``scancel``. Each interrupted task
    saves a checkpoint, requeues itself, resumes from that checkpoint and finishes with the uninterrupted run's
-   weights, bit for bit; the cancelled one stays cancelled, its checkpoint kept. Once a task was requeued the test
-   lifts its time limit, so the second attempt finishes within the test's time.
+   weights, bit for bit; the cancelled one stays cancelled, its checkpoint kept. For the two time-limit cases the
+   test pauses the run at its first checkpoint and brings the job's limit near (SLURM wakes it with the signal), so
+   that the signal's time does not depend on the machine's speed; once a task was requeued the test lifts its limit.
 3. The single-run example of docs/reliability.md, as written (only the recipe and the signal's lead time are the test's).
 4. ``slurm/train_multinode.sbatch`` on two nodes: one run of 2 processes, a checkpoint, a signal, requeue, resume,
    finished, the record saying 2 processes. ``accelerate launch --num_machines 2`` under ``srun -N2`` is refused.
@@ -162,24 +163,61 @@ def test_a_two_run_sweep_array_runs_to_the_end_and_reports(slurm, tiny_model_dir
 # 2. Time limits and signals
 # ---------------------------------------------------------------------------------------------------------------
 
-# case: (slurm settings, accelerate, what the test does to the job: None, "scancel --signal=X" or "scancel")
+# case: (slurm settings, accelerate, what the test does once the run saved its first checkpoint: "limit" (pause the
+# run and bring its time limit near, so that SLURM itself signals it), or "scancel --signal=X", or "scancel")
 CASES = {
-    # SLURM may send the signal up to 60 s early (its man page), and its time-limit check runs once a minute, so the
-    # signal may also come a minute late (shared/notes/slurm-local.md): 120-240 s in. The limits leave a run starting
-    # beside the other cases and another test worker's runs (its imports took over a minute there) two minutes to
-    # install its handlers.
-    "early-signal": ({"time": "00:03:30", "signal_seconds": 30}, False, None),
-    "time-limit-sigterm": ({"time": "00:02:00", "signal_seconds": 30}, False, None),  # its script loses --signal
+    "early-signal": ({"time": "00:20:00", "signal_seconds": 30}, False, "limit"),
+    "time-limit-sigterm": ({"time": "00:20:00", "signal_seconds": 30}, False, "limit"),  # its script loses --signal
     "scancel-usr1": ({"time": "00:20:00", "signal_seconds": 60}, False, "USR1"),
     "accelerate-scancel-term": ({"time": "00:20:00", "signal_seconds": 60}, True, "TERM"),
     "scancel": ({"time": "00:20:00", "signal_seconds": 60}, False, "cancel"),
 }
-# A run must outlast the latest signal (240 s). 44 s for 600 steps on an idle machine (13.6 a second, one thread);
-# the five tasks and the reference run start together on two cores beside another test worker, and the cancelled
-# ones leave after their first checkpoint for the two minutes a requeue waits: about half a core each from then on,
-# ~1,400 steps by 240 s; 2400 steps leave room. (With limits of 1 and 2 minutes, under that load a signal came
-# before a run had installed its handlers.)
-STEPS = 2400
+# A run must outlast the test's reaction to its first checkpoint (step SAVE_STEPS; the test polls every 0.2 s):
+# 275 steps take 20 s on an idle machine (13.6 a second, one thread). The time-limit cases do not depend on the
+# run's speed: the test stops the run's processes (SIGSTOP) at that checkpoint, then shortens the job's time limit to
+# end within a minute. SLURM's time-limit check runs about once a minute and sends the signal with a SIGCONT, which
+# wakes the run (observed with SLURM 22.05; the test sends a SIGCONT too if a signal waits on a stopped process).
+# Whatever the load, the signal thus comes after the run installed its handlers and before it ended.
+STEPS, SAVE_STEPS = 300, 25
+
+
+def runtime_seconds(text: str) -> int:
+    """SLURM's ``[D-]HH:MM:SS`` as seconds."""
+    days, _, clock = text.rpartition("-")
+    hours, minutes, seconds = (int(x) for x in clock.split(":"))
+    return int(days or 0) * 86400 + hours * 3600 + minutes * 60 + seconds
+
+
+def step_pids(job_id: str) -> list[int]:
+    """The processes of the job's steps (``srun``'s tasks and their children: ``SLURM_STEP_ID`` in their
+    environment), not its batch shell or ``srun`` itself."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0") if proc.name.isdigit() else []
+        except OSError:  # ended meanwhile, or a kernel thread
+            continue
+        if f"SLURM_JOB_ID={job_id}".encode() in environ and any(e.startswith(b"SLURM_STEP_ID=") for e in environ):
+            pids.append(int(proc.name))
+    return pids
+
+
+def stopped_with_a_signal_waiting(pid: int) -> bool:
+    """``pid`` is stopped (SIGSTOP) and a signal waits for it."""
+    try:
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    except OSError:
+        return False
+    pending = int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)
+    return status["State"].strip().startswith("T") and pending != 0
+
+
+def signal_pids(pids, sig) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
 
 
 @pytest.fixture(scope="module")
@@ -197,10 +235,12 @@ def warm_model(tmp_path_factory):
 @pytest.fixture(scope="module")
 def timed(slurm, warm_model, tmp_path_factory):
     """Every case of CASES submitted at once, and the same recipe run locally without interruption."""
+    import signal
+
     tmp = tmp_path_factory.mktemp("timed")
     base = yaml.safe_load(FORMAT_COPY.read_text())
-    base.update(model_name_or_path=str(warm_model), gradient_accumulation_steps=1, max_steps=STEPS, save_steps=100,
-                eval_strategy="no", test_size=16, final_eval_size=8, logging_steps=50)
+    base.update(model_name_or_path=str(warm_model), gradient_accumulation_steps=1, max_steps=STEPS,
+                save_steps=SAVE_STEPS, eval_strategy="no", test_size=16, final_eval_size=8, logging_steps=25)
     base_file = write_yaml(tmp / "base.yaml", base)
     accelerate = write_yaml(tmp / "cpu.yaml", {"compute_environment": "LOCAL_MACHINE", "distributed_type": "NO",
                                                "num_processes": 1, "num_machines": 1, "use_cpu": True,
@@ -210,9 +250,6 @@ def timed(slurm, warm_model, tmp_path_factory):
         return write_yaml(tmp / f"{name}.yaml", {"name": name, "base": str(base_file), "axes": {"beta": [0.0]},
                                                  "seeds": [0], "output_root": str(tmp / name), **extra})
 
-    # Every case's script written first, then all submitted and the reference started: each `countdown-rl sweep
-    # --slurm` starts Python and imports the package, which took over 2 minutes once earlier cases' jobs were training
-    # beside it (and another test worker's runs).
     for case, (settings, under_accelerate, _) in CASES.items():
         extra = {"slurm": settings, **({"accelerate_config": str(accelerate)} if under_accelerate else {})}
         slurm.run("countdown-rl", "sweep", str(spec(case, **extra)), "--slurm", cwd=tmp, timeout=hang_guard(120))
@@ -222,34 +259,54 @@ def timed(slurm, warm_model, tmp_path_factory):
             script.write_text("\n".join(line for line in lines if not line.startswith("#SBATCH --signal")) + "\n")
     reference = subprocess.Popen([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec("reference"))],
                                  cwd=tmp, env=slurm.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    jobs = {}
+    jobs, acted, paused = {}, set(), {}
     try:
         for case, (settings, _, _) in CASES.items():
             jobs[case] = slurm.sbatch(f"--time={settings['time']}", str(tmp / case / "sweep.sbatch"), cwd=tmp)
-        signalled = set()
+        polls = 0
 
         def all_done():
+            nonlocal polls
+            polls += 1
+            for case, job in jobs.items():
+                action = CASES[case][2]
+                if case in acted or not any((tmp / case / "beta=0,seed=0").glob("checkpoint-*")):
+                    continue
+                acted.add(case)
+                if action == "cancel":
+                    slurm.run("scancel", job)
+                elif action != "limit":
+                    slurm.run("scancel", f"--signal={action}", job)
+                else:
+                    task = slurm.job(job)
+                    paused[case] = step_pids(task["JobId"])
+                    assert paused[case], f"{case}: no process of job {task['JobId']} found to pause"
+                    signal_pids(paused[case], signal.SIGSTOP)
+                    # the limit's end within the next minute (whole minutes): SLURM's next check signals the run
+                    elapsed = runtime_seconds(slurm.job(job)["RunTime"])
+                    slurm.run("scontrol", "update", f"JobId={job}_0", f"TimeLimit={elapsed // 60 + 1}")
+            for pids in paused.values():
+                signal_pids([pid for pid in pids if stopped_with_a_signal_waiting(pid)], signal.SIGCONT)
+            if polls % 10:
+                return False
             now = slurm.jobs_now()
             for case, job in jobs.items():
                 info = now.get(job, {})
-                action = CASES[case][2]
-                if action and case not in signalled and any((tmp / case / "beta=0,seed=0").glob("checkpoint-*")):
-                    slurm.run("scancel", job) if action == "cancel" else slurm.run("scancel", f"--signal={action}", job)
-                    signalled.add(case)
-                # the second attempt gets the time to finish (retried until it holds): 20 minutes, as 2400 steps
-                # beside the other runs and another test worker's took over 10
+                # the second attempt gets the time to finish (retried until it holds; it waits two minutes in the queue)
                 if int(info.get("Restarts", 0)) >= 1 and info.get("TimeLimit") != "00:20:00" \
                         and info.get("JobState") not in DONE:
                     slurm.run("scontrol", "update", f"JobId={job}_0", "TimeLimit=20", check=False)
             return all(now.get(job, {}).get("JobState") in DONE for job in jobs.values()) and reference.poll() is not None
 
-        wait_for("the timed sweep tasks and the reference run", all_done, timeout=hang_guard(1200), every=2)
+        wait_for("the timed sweep tasks and the reference run", all_done, timeout=hang_guard(600), every=0.2)
         assert reference.returncode == 0, reference.stderr.read()[-2000:]
     finally:
+        for pids in paused.values():
+            signal_pids(pids, signal.SIGCONT)
         if reference.poll() is None:
             reference.kill()
     return {"tmp": tmp, "jobs": jobs, "info": {case: slurm.job(f"{job}_0") for case, job in jobs.items()},
-            "reference": tmp / "reference" / "beta=0,seed=0"}
+            "reference": tmp / "reference" / "beta=0,seed=0", "paused": paused}
 
 
 def task_log(timed, case: str) -> str:
