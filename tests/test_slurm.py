@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -235,8 +236,6 @@ def warm_model(tmp_path_factory):
 @pytest.fixture(scope="module")
 def timed(slurm, warm_model, tmp_path_factory):
     """Every case of CASES submitted at once, and the same recipe run locally without interruption."""
-    import signal
-
     tmp = tmp_path_factory.mktemp("timed")
     base = yaml.safe_load(FORMAT_COPY.read_text())
     base.update(model_name_or_path=str(warm_model), gradient_accumulation_steps=1, max_steps=STEPS,
@@ -283,7 +282,7 @@ def timed(slurm, warm_model, tmp_path_factory):
                     assert paused[case], f"{case}: no process of job {task['JobId']} found to pause"
                     signal_pids(paused[case], signal.SIGSTOP)
                     # the limit's end within the next minute (whole minutes): SLURM's next check signals the run
-                    elapsed = runtime_seconds(slurm.job(job)["RunTime"])
+                    elapsed = runtime_seconds(task["RunTime"])
                     slurm.run("scontrol", "update", f"JobId={job}_0", f"TimeLimit={elapsed // 60 + 1}")
             for pids in paused.values():
                 signal_pids([pid for pid in pids if stopped_with_a_signal_waiting(pid)], signal.SIGCONT)
@@ -306,7 +305,7 @@ def timed(slurm, warm_model, tmp_path_factory):
         if reference.poll() is None:
             reference.kill()
     return {"tmp": tmp, "jobs": jobs, "info": {case: slurm.job(f"{job}_0") for case, job in jobs.items()},
-            "reference": tmp / "reference" / "beta=0,seed=0", "paused": paused}
+            "reference": tmp / "reference" / "beta=0,seed=0"}
 
 
 def task_log(timed, case: str) -> str:
