@@ -32,6 +32,11 @@ def scratch(tmp_path_factory, tiny_model_dir):
 
 # train case -> its in-process twin in tests/commands/test_train.py (RECIPE_ERRORS, or the test named)
 SLOW_CASES = {
+    "train-missing-recipe": "test_a_recipe_that_is_no_file_is_one_line",
+    "train-recipe-is-a-folder": "test_a_recipe_that_is_no_file_is_one_line",
+    "train-negative-max-steps": "max-steps-negative",
+    "train-zero-batch": "batch-zero",
+    "train-budget-schedule-not-from-step-0": "budget-schedule-not-from-step-0",
     "train-bad-yaml": "invalid-yaml",
     "train-unknown-key-in-yaml": "unknown-key-in-yaml",
     "train-wrongly-typed-key": "max-completion-length-not-an-int",

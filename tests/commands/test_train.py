@@ -86,6 +86,10 @@ RECIPE_ERRORS = {
                                                ["max_completion_length"]),
     "max-completion-length-not-an-int": (None, ["--max_completion_length", "many"],
                                          ["max_completion_length", "command line"]),
+    "max-steps-negative": (None, ["--max_steps", "-5"], ["max_steps", "-5"]),
+    "batch-zero": (None, ["--per_device_train_batch_size", "0"], ["per_device_train_batch_size"]),
+    "budget-schedule-not-from-step-0": (None, ["--budget_schedule", "5:16"],
+                                        ["budget_schedule", "step 0", "[5, 16]", "command-line"]),
     "bad-choice-in-yaml": (("algorithm: grpo", "algorithm: ppo"), [], ["algorithm", "edited.yaml"]),
     "unknown-reward": (None, ["--reward_funcs", "countdown", "no_such_reward"], ["no_such_reward", "countdown"]),
     "reward-funcs-not-a-list": (("reward_funcs:\n  - countdown", "reward_funcs: countdown"), [], ["reward_funcs"]),
@@ -125,9 +129,11 @@ def test_use_vllm_without_vllm_says_how_to_install_it(tmp_path, capsys, no_loadi
     assert "use_vllm" in message and "pip install -e '.[vllm]'" in message
 
 
-def test_a_missing_recipe_file_is_one_line(tmp_path, capsys, no_loading):
-    assert main(["--config", str(tmp_path / "nope.yaml")]) == 2
-    assert str(tmp_path / "nope.yaml") in one_error_line(capsys)
+@pytest.mark.parametrize("name", ["nope.yaml", "folder"])
+def test_a_recipe_that_is_no_file_is_one_line(name, tmp_path, capsys, no_loading):
+    (tmp_path / "folder").mkdir()
+    assert main(["--config", str(tmp_path / name)]) == 2
+    assert str(tmp_path / name) in one_error_line(capsys)
 
 
 def write_rows(path: Path, rows: list[dict]) -> Path:

@@ -36,17 +36,20 @@ def _run(argv, env=None):
     return done.returncode, done.stdout + done.stderr[-3000:]
 
 
-def _quick_then_resume(model: str, out, env=None) -> tuple[str, str, dict]:
-    """A quick run, then its RL run removed (as if stopped between SFT and RL) and ``--resume``."""
+def _quick_then_lora_resume(model: str, out, env=None) -> str:
+    """A quick run (its files and tables checked), then its RL run removed (as if stopped between SFT and RL) and
+    ``--resume --lora``, which reuses the SFT model: returns the second run's log."""
     code, first = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out)], env)
     assert code == 0, first[-3000:]
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
+    _check_files_and_table(out, first, results, model)
     sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
     shutil.rmtree(out / "grpo")
-    code, resumed = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out), "--resume"], env)
+    code, resumed = _run(["--model_name_or_path", model, "--quick", "--lora", "--output_dir", str(out), "--resume"],
+                         env)
     assert code == 0, resumed[-3000:]
     assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
-    return first, resumed, results
+    return resumed
 
 
 def _check_files_and_table(out, first: str, results: dict, model: str) -> None:
@@ -103,13 +106,6 @@ def _check_reused(out, resumed: str) -> None:
     assert "SFT warm-up: reusing" in resumed and f"reusing {out / 'base_eval'}" in resumed
 
 
-def test_quick_run_on_a_model_folder(tiny_model_dir, tmp_path):
-    out = tmp_path / "demo"
-    first, resumed, results = _quick_then_resume(str(tiny_model_dir), out)
-    _check_files_and_table(out, first, results, str(tiny_model_dir))
-    _check_reused(out, resumed)
-
-
 def _check_lora_run(out, log: str) -> dict:
     """A ``--lora`` run: RL saved a peft adapter over the SFT model, the final evaluation ran on the adapter folded
     into a full copy (``grpo/merged``; that the merge adds B @ A: tests/commands/test_train.py), and the run record
@@ -131,12 +127,15 @@ def _check_lora_run(out, log: str) -> dict:
     return results
 
 
-def test_quick_lora_run_trains_an_adapter_and_evaluates_it_merged(tiny_model_dir, tmp_path):
-    """``--lora`` on a model folder (rollouts through whatever backend is installed, as above)."""
+def test_quick_run_on_a_model_folder_then_a_lora_rl_stage_on_its_sft_model(tiny_model_dir, tmp_path):
+    """The tiny Qwen3 saved as a model folder through every stage (rollouts through whatever backend is installed);
+    then, its RL run removed, ``--resume --lora``: the base and SFT stages read back, an adapter trained on the SFT
+    model and evaluated merged. One test, the shape of the SmolLM2 one below: a third run would repeat the first
+    two's stages."""
     out = tmp_path / "demo"
-    code, log = _run(["--model_name_or_path", str(tiny_model_dir), "--quick", "--lora", "--output_dir", str(out)])
-    assert code == 0, log[-3000:]
-    _check_lora_run(out, log)
+    resumed = _quick_then_lora_resume(str(tiny_model_dir), out)
+    _check_reused(out, resumed)
+    _check_lora_run(out, resumed)
 
 
 @pytest.mark.slow
@@ -148,18 +147,8 @@ def test_quick_run_on_smollm2_then_a_lora_rl_stage_on_its_sft_model(tmp_path):
     on 2 AVX2 cores each SmolLM2 run takes minutes, and the slow tier's budget holds both tiers' 60 minutes."""
     out = tmp_path / "demo"
     env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
-    code, first = _run(["--model_name_or_path", "smollm2", "--quick", "--output_dir", str(out)], env)
-    assert code == 0, first[-3000:]
-    results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
-    _check_files_and_table(out, first, results, "smollm2")
+    log = _quick_then_lora_resume("smollm2", out, env)
     assert read_run_record(out / "grpo").extra["model_source"]["given"] == "smollm2"
-
-    sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
-    shutil.rmtree(out / "grpo")
-    code, log = _run(["--model_name_or_path", "smollm2", "--quick", "--lora", "--output_dir", str(out), "--resume"],
-                     env)
-    assert code == 0, log[-3000:]
-    assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
     _check_reused(out, log)
     results = _check_lora_run(out, log)
     checkpoint = read_run_record(out / "grpo").extra["model_source"]["checkpoint"]
