@@ -79,8 +79,9 @@ ASSIGNMENT_PUZZLES = {"min_numbers": 3, "max_numbers": 4, "min_number": 1, "max_
 def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> DemoConfig:
     """The real-model demo's settings (``quick``: a few minutes, no gain expected), ``overrides`` on top.
 
-    On the balanced default pool (benchmarks/RESULTS.md, "SmolLM2-135M-Instruct on balanced puzzles") these
-    settings do not teach the task: SFT 6.0%, below the best target-blind rule (8.7%), GRPO 9.7%, at seed 0.
+    On the balanced default pool (benchmarks/RESULTS.md, "SmolLM2-135M-Instruct on balanced puzzles"; stale there:
+    measured when the pool held the blind-rule cap as a whole, not on each part) these settings did not teach the
+    task: SFT 6.0%, below the best target-blind rule (8.7%), GRPO 9.7%, at seed 0.
     Chosen on the expression pools (RESULTS, "SmolLM2-135M-Instruct through the demo: GRPO and Dr.GRPO at seeds 0
     and 1"): the whole run takes 41 minutes on 2 CPU cores; RL gains >= 5 points at seed 1 (GRPO +9.3, Dr.GRPO +10.0),
     not at seed 0 (+0.3, -2.3), because what it learns in that time is to add all the numbers. Chosen by the

@@ -221,7 +221,8 @@ def recipe_from_keys(keys: Mapping[str, Any]):
     """``(script_args, training_args, model_args)`` from a flat mapping of recipe keys, as a recipe file holds them
     (each key goes to every argument class that has it, as ``TrlParser`` does); an unknown key is an error.
 
-    >>> script, training, model = recipe_from_keys({"task": "countdown", "output_dir": "out", "learning_rate": 0.5})
+    >>> keys = {"task": "countdown", "output_dir": "out", "learning_rate": 0.5, "use_cpu": True}
+    >>> script, training, model = recipe_from_keys(keys)
     >>> script.task, training.learning_rate, model.model_name_or_path
     ('countdown', 0.5, None)
     """

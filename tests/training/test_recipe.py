@@ -63,3 +63,13 @@ def test_a_masked_isa_counts_as_no_kernels(monkeypatch):
     _machine(monkeypatch, gpu=False, kernels=True)
     line = check_precision(*_recipe(use_cpu=True, bf16=True), env={"ONEDNN_MAX_CPU_ISA": "AVX2"})
     assert line is not None and line.startswith("bf16: true on a CPU without bf16 kernels")
+
+
+def test_the_modules_examples_hold_on_any_machine():
+    """The module's ``>>>`` examples (``recipe_from_keys``'s says ``use_cpu``: without it TRL turns bf16 on, which
+    transformers refuses on a machine with neither a GPU nor bf16 CPU kernels)."""
+    import doctest
+
+    from countdown_rl.training import recipe
+
+    assert doctest.testmod(recipe).failed == 0
