@@ -21,7 +21,7 @@ esac
 # torch.compile's kernel cache on disk (inductor's) does not key its kernels on ATEN_CPU_CAPABILITY: a kernel built for
 # this processor's vector instructions, read back under the portable set, fails to compile (torch 2.13: "'at::vec'
 # has not been declared"; the compiled backend and vLLM's engine then fail). So each kernel set has its own cache.
-kernels+=(TORCHINDUCTOR_CACHE_DIR="${TMPDIR:-/tmp}/torchinductor_$(id -un)_${kernels[0]#ATEN_CPU_CAPABILITY=}")
+kernels+=(TORCHINDUCTOR_CACHE_DIR="${TMPDIR:-/tmp}/torchinductor_$(id -u)_${kernels[0]#ATEN_CPU_CAPABILITY=}")
 took=$(env "${kernels[@]}" python -c "import torch; print(torch.backends.cpu.get_cpu_capability())")
 echo "other kernels: this processor's are $native; running under ${kernels[*]} (torch: $took), 2 threads"
 env "${kernels[@]}" OMP_NUM_THREADS=2 python -m pytest -q -m comparison "$@"
