@@ -38,7 +38,7 @@ def _run(argv, env=None):
 
 def _quick_then_lora_resume(model: str, out, env=None) -> str:
     """A quick run (its files and tables checked), then its RL run removed (as if stopped between SFT and RL) and
-    ``--resume --lora``, which reuses the SFT model: returns the second run's log."""
+    ``--resume --lora``, which reads back the SFT model and the base evaluation: returns the second run's log."""
     code, first = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out)], env)
     assert code == 0, first[-3000:]
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
@@ -49,6 +49,7 @@ def _quick_then_lora_resume(model: str, out, env=None) -> str:
                          env)
     assert code == 0, resumed[-3000:]
     assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
+    _check_reused(out, resumed)
     return resumed
 
 
@@ -134,7 +135,6 @@ def test_quick_run_on_a_model_folder_then_a_lora_rl_stage_on_its_sft_model(tiny_
     two's stages."""
     out = tmp_path / "demo"
     resumed = _quick_then_lora_resume(str(tiny_model_dir), out)
-    _check_reused(out, resumed)
     _check_lora_run(out, resumed)
 
 
@@ -149,7 +149,6 @@ def test_quick_run_on_smollm2_then_a_lora_rl_stage_on_its_sft_model(tmp_path):
     env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
     log = _quick_then_lora_resume("smollm2", out, env)
     assert read_run_record(out / "grpo").extra["model_source"]["given"] == "smollm2"
-    _check_reused(out, log)
     results = _check_lora_run(out, log)
     checkpoint = read_run_record(out / "grpo").extra["model_source"]["checkpoint"]
     assert results["rollout_backend"] == pretrained.choose_backends(checkpoint, quick=True)[0]
