@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 
 from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, examples, fail
@@ -41,13 +42,25 @@ PROG = "countdown-rl train"
 logger = logging.getLogger("countdown_rl.train")
 
 
+PROSE_DEFAULT = re.compile(r"\bdefaults\b|\bdefault:|\(default\b|\(the default\)|\bthe default of\b|\bby default\b",
+                           re.IGNORECASE)
+"""A key's help that says its default in words ("Default: the task's", "If `None` (default), ...")."""
+
+
 class _HelpFormatter(SnakeCaseHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """TrlParser's help (every key with its default), one spelling per key (TrlParser accepts both already)."""
+    """Every key with its default, once: ``(default: X)`` unless the help says the default in words (a default of
+    None is often settled later, e.g. ``advantage_eps``'s 1e-4); one spelling per key."""
+
+    def _get_help_string(self, action):
+        if action.help and PROSE_DEFAULT.search(action.help):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def build_parser():
-    """The recipe parser (:func:`countdown_rl.training.recipe.recipe_parser`) named and with help as a command's."""
-    return recipe_parser(
+    """The recipe parser (:func:`countdown_rl.training.recipe.recipe_parser`) named and with help as a command's,
+    ``--config`` first among the options (TrlParser reads it before parsing, so it is only shown here)."""
+    parser = recipe_parser(
         prog=PROG,
         description="Train with GRPO / Dr.GRPO from a recipe: --config recipe.yaml (TRL's YAML) and --key value "
         "overrides of the keys below.",
@@ -61,6 +74,12 @@ def build_parser():
             "countdown-rl train --config recipes/countdown/qwen3-1.7b/grpo_512.yaml --resume true   after exit 75",
         ),
     )
+    config = parser.add_argument("--config", metavar="RECIPE.yaml", dest="recipe_file", default=argparse.SUPPRESS,
+                                 help="The recipe: a YAML file of the keys below (TRL's --config); --key value "
+                                 "after it overrides a key. Default: none, every key at its default.")
+    for actions in (parser._actions, parser._optionals._group_actions):  # listed right after --help
+        actions.insert(1, actions.pop(actions.index(config)))
+    return parser
 
 
 def _end_distributed() -> None:

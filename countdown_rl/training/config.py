@@ -66,7 +66,7 @@ class CountdownGRPOConfig(GRPOConfig):
             "help": "Preset: 'grpo' (std-normalised advantages, per-sequence masked_mean) or 'dr_grpo' "
             "(mean-only advantages, constant-normalised sum); it fills in reduction and std_normalization (or "
             "their TRL names loss_type and scale_rewards) where those are unset. Default: none, TRL's own defaults.",
-            "choices": [*ALGORITHMS, None],
+            "choices": list(ALGORITHMS),
         },
     )
     reduction: str | None = field(
@@ -76,7 +76,7 @@ class CountdownGRPOConfig(GRPOConfig):
             "'token_mean' ('bnpo') or 'hybrid' (alpha * TRL's dr_grpo loss + (1 - alpha) * its grpo loss). Set this "
             "or loss_type (both: they must agree). Default: the algorithm's, else loss_type's twin (None for TRL's "
             "loss types with a reduction of their own: dapo, luspo, cispo, sapo, vespo).",
-            "choices": [*grpo.REDUCTIONS, None],
+            "choices": list(grpo.REDUCTIONS),
         },
     )
     drgrpo_num_tokens: int | None = field(
@@ -98,7 +98,7 @@ class CountdownGRPOConfig(GRPOConfig):
         metadata={
             "help": "Advantage baseline: 'group_mean' (GRPO, TRL's) or 'none' (plain REINFORCE on raw rewards). "
             "Default: group_mean.",
-            "choices": [*grpo.BASELINES, None],
+            "choices": list(grpo.BASELINES),
         },
     )
     std_normalization: str | None = field(
@@ -107,7 +107,7 @@ class CountdownGRPOConfig(GRPOConfig):
             "help": "Divide advantages by the reward std of the 'group', of the whole 'batch', or 'none' (TRL's "
             "scale_rewards under our name: set either; both must agree). Default: the algorithm's, else "
             "scale_rewards, else TRL's 'group'.",
-            "choices": [*grpo.STD_NORMALIZATIONS, None],
+            "choices": list(grpo.STD_NORMALIZATIONS),
         },
     )
     advantage_eps: float | None = field(
@@ -183,7 +183,7 @@ class CountdownGRPOConfig(GRPOConfig):
             "decoding, prompts padded to buckets; falls back to plain generate where torch.compile cannot run) or "
             "'vllm' (the same as use_vllm: true). Default: 'vllm' when use_vllm is set, else 'transformers'. "
             "Setting both keys is fine when they agree; a clash is an error.",
-            "choices": [*backend_names(), None],
+            "choices": list(backend_names()),
         },
     )
     generation_prompt_buckets: list[int] | None = field(

@@ -96,6 +96,7 @@ def parse_args(argv: list[str] | None = None, parser=None):
     import yaml
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    argv = [part for arg in argv for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]
     config_path = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
     parser = recipe_parser() if parser is None else parser
     try:
