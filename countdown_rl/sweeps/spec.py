@@ -322,7 +322,7 @@ def check_runs(spec: SweepSpec, runs: Sequence[SweepRun]) -> None:
     A rejected value is one :class:`SweepError` naming the spec, the run and train's own message (which names the
     key).
     """
-    from countdown_rl.training.recipe import check_recipe, parse_args
+    from countdown_rl.training.recipe import check_recipe, missing_setup, parse_args
 
     checked: dict[str, str] = {}  # recipes that differ only in output_dir / seed check the same
     with tempfile.TemporaryDirectory(prefix="sweep-check-") as tmp:
@@ -331,6 +331,9 @@ def check_runs(spec: SweepSpec, runs: Sequence[SweepRun]) -> None:
                              sort_keys=True, default=str)
             if key in checked:
                 continue
+            setup = missing_setup(spec.base, run.recipe)  # a path the base recipe's header says how to make
+            if setup:
+                raise SweepError(f"{spec.path}: run {run.name!r}: {setup}")
             file = Path(tmp) / f"{run.index}.yaml"
             file.write_text(_dump_recipe(run.recipe), encoding="utf-8")
             try:

