@@ -1,6 +1,7 @@
 """The documentation stays true: every relative link resolves (its file exists, its #anchor is a heading there), the
-README keeps its order and length, and no user-facing text (README, docs, CHANGELOG, RESULTS, recipes, the command
-line's help) speaks of the project's history instead of the user's task."""
+README keeps its order and length, no user-facing text (README, docs, CHANGELOG, RESULTS, recipes, the command
+line's help) speaks of the project's history or its workshop instead of the user's task, the sources are cited so a
+reader can follow them, RESULTS opens with its summary, and the CHANGELOG lists no release that has not happened."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ HISTORY = [
     r"\b(?:the|an?) assignment\b|\bassignment's",
     r"no GPU was lent",
     r"the pools of the figures",
+    # the workshop: how the project's own machines were reached, its trial letters, goals, commits as versions
+    r"\bdevice tool\b",
+    r"\bgpu_transport\b|\bMiB a call\b",
+    r"\btrials? [A-Z]\b",
+    r"\bgoals?\b",
+    r"\bcommit [0-9a-f]{7,40}\b",
+    r"(?<![\w/.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/.-])",  # a commit hash as a version marker
 ]
 
 
@@ -82,7 +90,7 @@ def test_every_relative_link_resolves(path):
 
 def test_the_readme_is_short_and_in_the_newcomers_order():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) < 200
+    assert len(readme.splitlines()) < 220
     assert re.findall(r"^## (.+)$", _prose(readme), flags=re.M) == README_SECTIONS
     assert readme.count("\n# ") == 0 and readme.startswith("# countdown-rl\n")
 
@@ -119,3 +127,40 @@ def test_user_facing_text_has_no_history_words():
             for where, text in _user_facing_text() for pattern in HISTORY
             for match in re.finditer(pattern, text, flags=re.I)]
     assert not hits, "\n".join(hits[:30]) + (f"\n... {len(hits)} in all" if len(hits) > 30 else "")
+
+
+def test_sources_cite_the_papers_and_every_dataset_a_task_reads():
+    from countdown_rl.tasks import TASKS, get_task
+
+    sources = (ROOT / "docs" / "sources.md").read_text(encoding="utf-8")
+    for arxiv in ("2402.03300", "2503.20783", "2503.14476"):  # GRPO (DeepSeekMath), Dr.GRPO, DAPO
+        assert f"(https://arxiv.org/abs/{arxiv})" in sources, arxiv
+    datasets = {name for task in TASKS for name in (get_task(task).default_dataset, *get_task(task).known_datasets)}
+    datasets -= {"generated"}
+    assert {"Jiayi-Pan/Countdown-Tasks-3to4", "openai/gsm8k"} <= datasets
+    missing = [name for name in sorted(datasets) if f"(https://huggingface.co/datasets/{name})" not in sources]
+    assert not missing, missing
+
+
+def test_the_readme_states_the_licence_pyproject_declares():
+    licence = re.search(r'^license = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), flags=re.M).group(1)
+    assert f"Licence: {licence}." in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_results_opens_with_a_summary_whose_figures_link_to_their_sections():
+    results = ROOT / "benchmarks" / "RESULTS.md"
+    text = results.read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", _prose(text), flags=re.M)
+    assert headings[0] == "Results at a glance"
+    summary = text.split("\n## ", 2)[1]
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and not line.startswith("| what")]
+    assert len(summary.splitlines()) <= 40 and len(rows) >= 5
+    for row in rows:
+        links = re.findall(r"\]\(#([^)]+)\)", row)
+        assert links and all(link in anchors(results) for link in links), row
+
+
+def test_the_changelog_names_no_release_without_a_date():
+    headings = re.findall(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.M)
+    assert headings[0] == "Unreleased"
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+ \(\d{4}-\d\d-\d\d\)", heading) for heading in headings[1:]), headings
