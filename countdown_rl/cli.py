@@ -52,6 +52,7 @@ def _top_level_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    own_process = argv is None  # the console script: the command may shape the process (train: no vLLM unless used)
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
         # --help, --version, no command or an unknown one: argparse prints and exits.
@@ -59,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         _top_level_parser().print_help()
         return 2
     module_name, function_name = COMMANDS[argv[0]][0].split(":")
-    return getattr(import_module(module_name), function_name)(argv[1:]) or 0
+    command = getattr(import_module(module_name), function_name)
+    return (command(argv[1:], own_process=True) if own_process and argv[0] == "train" else command(argv[1:])) or 0
 
 
 if __name__ == "__main__":

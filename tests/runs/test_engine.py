@@ -26,12 +26,10 @@ import torch
 
 from countdown_rl.runs.engine import Engine, LaunchError, check_launch
 from tests.helpers.env import ROOT, offline_env
-from tests.helpers.train_runs import DDP_LAUNCH, accelerate_launch, free_port
+from tests.helpers.train_runs import DDP_LAUNCH, FAULT_RUN, FSDP2_LAUNCH, accelerate_launch, crash_report, free_port
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
-FSDP = ROOT / "accelerate_configs" / "fsdp.yaml"
-FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
 ERROR = "countdown-rl train: error: "
 REFUSED = {
     # id: (use_cpu, launcher environment, words of the one line)
@@ -67,9 +65,6 @@ def test_launches_that_would_run_something_else_are_refused_in_one_line(case):
 def test_the_planned_engine_names_what_runs(env, has_gpu, summary):
     engine = check_launch(not has_gpu, env, has_gpu=has_gpu)
     assert isinstance(engine, Engine) and engine.summary() == summary
-
-
-FSDP2_LAUNCH = ["--config_file", str(FSDP), "--num_processes", "2", "--mixed_precision", "no"]
 
 
 def fault_run(launcher, fault, model, puzzles, out, *extra):
@@ -111,9 +106,11 @@ def fsdp2_runs(tiny_model_dir, puzzles, tmp_path_factory):
 @pytest.mark.slow
 def test_fsdp2_on_the_cpu_trains_evaluates_saves_and_says_so(fsdp2_runs):
     runs, full, _, _ = fsdp2_runs
-    assert runs["full"].returncode == 0, runs["full"].stderr[-3000:]
+    assert runs["full"].returncode == 0, crash_report(runs["full"].stderr)
     first = next(line for line in runs["full"].stderr.splitlines() if "countdown_rl" in line)
     assert "engine: FSDP2 over 2 processes on 1 node (gloo, cpu)" in first  # the log's first line of ours
+    # neither rank imported vLLM (none of this run generates with it): countdown_rl.generation.vllm_import
+    assert runs["full"].stderr.count("vLLM: not imported into this process (use_vllm is false)") == 2
     assert "reducer" not in runs["full"].stderr  # no DDP reducer: the model was not wrapped in DDP
     info = json.loads((full / "run_info.json").read_text())
     assert info["engine"]["kind"] == "FSDP" and info["engine"]["version"] == 2
@@ -133,11 +130,11 @@ def test_fsdp2_on_the_cpu_trains_evaluates_saves_and_says_so(fsdp2_runs):
 def test_fsdp2_resumes_bit_exactly_and_equals_ddp(fsdp2_runs):
     runs, full, resumed, ddp = fsdp2_runs
     assert runs["stopped"].returncode != 0 and "interrupted by SIGTERM at step 3" in runs["stopped"].stderr
-    assert runs["resumed"].returncode == 0, runs["resumed"].stderr[-3000:]
+    assert runs["resumed"].returncode == 0, crash_report(runs["resumed"].stderr)
     assert runs["resumed"].stderr.count("fault_run: 1 steps generated") == 2  # both ranks ran only step 4
     a, b = weights(full), weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert runs["ddp"].returncode == 0, runs["ddp"].stderr[-3000:]
+    assert runs["ddp"].returncode == 0, crash_report(runs["ddp"].stderr)
     c = weights(ddp)  # FSDP2 also saves the tied lm_head; DDP's keys are a subset
     moved = [k for k in c if not torch.equal(c[k], weights(full / "checkpoint-2")[k])]
     assert moved, "training must move the weights for the comparison to mean anything"
@@ -152,7 +149,7 @@ def test_prompt_once_under_fsdp2_runs_the_plain_pass_and_says_why(fsdp2_runs):
     (measured: "storage of size 0"). Unset, the flag falls back: the plain pass runs, the log and the run record say
     why, and the update is the flag-off one; asked for explicitly, the run refuses in one line."""
     runs, full, _, _ = fsdp2_runs
-    assert runs["full"].returncode == 0, runs["full"].stderr[-3000:]
+    assert runs["full"].returncode == 0, crash_report(runs["full"].stderr)
     assert "shared_prompt_forward: the plain log-prob pass runs instead (sharded parameters" in runs["full"].stderr
     ran = json.loads((full / "run_info.json").read_text())["extra"]["log_prob_pass"]
     assert ran.startswith("plain (sharded parameters")
@@ -176,7 +173,7 @@ def test_fsdp2_final_evaluation_equals_one_process_eval_of_the_saved_model(fsdp2
          "--test_size", "16", "--split_seed", "42", "--prompt_template", "r1_zero", "--num_rows", "7",
          "--max_completion_length", "16", "--output_dir", str(out), "--no_progress"],
         cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, crash_report(done.stderr)
     assert completions(out) == completions(full / "eval")
 
 
@@ -186,7 +183,7 @@ def test_lora_under_fsdp2(tiny_model_dir, puzzles, tmp_path):
     done = accelerate_launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], "--config", str(SMOKE_LORA),
                              "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
                              "--output_dir", str(out), "--max_steps", "2", "--final_eval_size", "3")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, crash_report(done.stderr)
     info = json.loads((out / "run_info.json").read_text())
     assert info["engine"]["summary"].startswith("FSDP2") and info["use_peft"] and info["status"]["state"] == "finished"
     assert (out / "adapter_model.safetensors").is_file() and (out / "merged" / "model.safetensors").is_file()
@@ -197,12 +194,13 @@ def test_lora_under_fsdp2(tiny_model_dir, puzzles, tmp_path):
 def test_two_ddp_processes_stop_together_and_resume_bit_exactly(tiny_model_dir, puzzles, tmp_path):
     """The resume that transformers 5.17 broke on the CPU (optimizer.pt mapped to 'cpu:0'), fixed in the trainer."""
     full, resumed = tmp_path / "full", tmp_path / "resumed"
-    assert fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, full, "--eval_strategy", "no").returncode == 0
+    done = fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, full, "--eval_strategy", "no")
+    assert done.returncode == 0, crash_report(done.stderr)
     stopped = fault_run(DDP_LAUNCH, "signal:generation:3:TERM", tiny_model_dir, puzzles, resumed,
                         "--eval_strategy", "no")
-    assert "interrupted by SIGTERM at step 3" in stopped.stderr
+    assert "interrupted by SIGTERM at step 3" in stopped.stderr, crash_report(stopped.stderr)
     done = fault_run(DDP_LAUNCH, "none", tiny_model_dir, puzzles, resumed, "--eval_strategy", "no", "--resume", "true")
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, crash_report(done.stderr)
     a, b = weights(full), weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert json.loads((resumed / "run_info.json").read_text())["engine"]["summary"].startswith("DDP over 2")
@@ -216,7 +214,8 @@ def test_real_launches_that_would_run_something_else_are_refused(tiny_model_dir,
     done = accelerate_launch(FSDP2_LAUNCH, ["-m", "countdown_rl.commands.train"], *args, "--output_dir", str(out),
                              "--use_cpu", "false", timeout=200)
     errors = [line for line in done.stderr.splitlines() if line.startswith(ERROR)]
-    assert done.returncode != 0 and len(errors) == 1 and "each would train alone" in errors[0], done.stderr[-2000:]
+    assert done.returncode != 0 and len(errors) == 1 and "each would train alone" in errors[0], crash_report(
+        done.stderr, 2000)
     assert not out.exists()
     # DeepSpeed (ZeRO-3) on the CPU, with the environment accelerate's DeepSpeed launcher hands to each process
     out = tmp_path / "zero3"

