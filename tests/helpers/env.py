@@ -37,8 +37,8 @@ def crash_report(output: str, limit: int = 3000) -> str:
     """
     found, inside = [], False
     for line in output.splitlines():
-        if DUMP_START in line:
-            inside = True
+        if DUMP_START in line:  # from where it starts: a progress bar may hold the line's start
+            inside, line = True, line[line.index(DUMP_START):]
         if inside or SIGNAL_LINE.search(line):
             found.append(f"crash: {line}")
         if inside and line.startswith(DUMP_END):

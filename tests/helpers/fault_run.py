@@ -12,6 +12,8 @@ would make resume tests vacuous); one generation per optimizer step, so reward c
 * ``kill-in-save:STEP``: SIGKILL while the checkpoint of step STEP writes optimizer.pt (a crash mid-save).
 * ``nan-grad:STEP`` / ``nan-loss:STEP``: NaN gradients (a hook on the hidden states' gradient) or NaN hidden states (so
   the loss) in the training pass of step STEP.
+* ``segv:STEP:RANK``: the process of rank RANK dies of a segmentation fault in the reward call of step STEP (as a
+  native library's crash would: Python's ``faulthandler._sigsegv``).
 
 Under a multi-process launch only rank 0 gets the signal (the others must learn it from rank 0). The hooks are on
 torch (a global module forward hook, tensor hooks, ``torch.save``), never on countdown_rl's code.
@@ -43,6 +45,10 @@ def fire(sig: signal.Signals, repeat: int = 1) -> None:
 
 def toy_dense_reward(completions, **kwargs):
     STATE["step"] += 1
+    if FAULT[0] == "segv" and STATE["step"] == int(FAULT[1]) and os.environ.get("RANK", "0") == FAULT[2]:
+        import faulthandler
+
+        faulthandler._sigsegv()
     if FAULT[0] == "signal" and FAULT[1] == "generation" and STATE["step"] == int(FAULT[2]):
         fire(signal.Signals["SIG" + FAULT[3]], int(FAULT[4]) if len(FAULT) > 4 else 1)
     texts = [completion_text(c) for c in completions]

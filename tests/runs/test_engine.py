@@ -207,6 +207,19 @@ def test_two_ddp_processes_stop_together_and_resume_bit_exactly(tiny_model_dir, 
 
 
 @pytest.mark.slow
+def test_a_rank_that_crashes_leaves_its_python_stack_in_the_failure_output(tiny_model_dir, puzzles, tmp_path):
+    """Rank 1 of a DDP launch dies of SIGSEGV in step 2's reward call: the launch fails, and the test's failure
+    message (``crash_report``) opens with that rank's fault-handler dump, down to the line that crashed."""
+    done = fault_run(DDP_LAUNCH, "segv:2:1", tiny_model_dir, puzzles, tmp_path / "crashed", "--eval_strategy", "no")
+    assert done.returncode != 0
+    report = crash_report(done.stderr).splitlines()
+    assert report[0] == "crash: Fatal Python error: Segmentation fault", "\n".join(report[:40])
+    stack = "\n".join(line for line in report if line.startswith("crash: "))
+    assert 'fault_run.py", line' in stack and "in toy_dense_reward" in stack, stack[-3000:]
+    assert not (tmp_path / "crashed" / "model.safetensors").exists()
+
+
+@pytest.mark.slow
 def test_real_launches_that_would_run_something_else_are_refused(tiny_model_dir, puzzles, tmp_path):
     args = ["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles)]
     # use_cpu false without a GPU: two one-process runs in one folder, were it not refused
