@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import re
 import shutil
 import subprocess
 import sys

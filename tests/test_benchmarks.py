@@ -33,7 +33,7 @@ import sys
 
 import pytest
 
-from tests.helpers.env import ROOT, hang_guard, offline_env
+from tests.helpers.env import ROOT, crash_report, hang_guard, offline_env
 GPU_PROFILE_COLUMNS = [
     "mode", "trainer", "G", "budget", "completions", "status", "step s", "gen s", "reward s", "other scoring s",
     "train s", "gen tok/s", "trained tok", "train TFLOP", "MFU %", "peak mem GiB", "ours/stock",
@@ -45,7 +45,7 @@ def _run(script: str, *args: str, timeout: int = 150) -> str:
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=hang_guard(timeout))
     assert done.returncode == 0, (
-        f"{script} failed (rc {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        f"{script} failed (rc {done.returncode}):\n{done.stdout[-3000:]}\n{crash_report(done.stderr)}"
     )
     return done.stdout
 

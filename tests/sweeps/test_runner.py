@@ -24,6 +24,7 @@ import yaml
 from countdown_rl.commands.sweep import main as sweep_main
 from countdown_rl.sweeps.runner import slurm_script
 from countdown_rl.sweeps.spec import expand, parse_spec
+from tests.helpers.env import crash_report
 from tests.helpers.sweeps import ENV, SMOKE, base_recipe, run_info, sweep_process, write_spec
 
 
@@ -84,7 +85,7 @@ def test_progress_names_run_i_of_n_and_the_step(swept):
 @pytest.mark.slow
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on(swept):
     second, root, runs = swept["second"], swept["root"], swept["runs"]
-    assert second.returncode == 1, second.stderr[-3000:]
+    assert second.returncode == 1, crash_report(second.stderr)
     status = {r.name: json.loads((root / r.name / "sweep_run.json").read_text()) for r in runs}
     failing = [r for r in runs if "missing" in r.recipe["dataset_name"]]
     assert len(failing) == 2
@@ -187,7 +188,7 @@ def test_the_slurm_script_is_a_job_array_that_requeues(swept, tmp_path, monkeypa
     done = subprocess.run(["bash", str(swept["root"] / "sweep.sbatch")], env=env, capture_output=True, text=True,
                           timeout=300)
     runs = swept["runs"]
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, crash_report(done.stderr, 2000)
     assert f"[sweep 4/6 {runs[3].name}] finished before: skipped" in done.stdout
     assert all(f"[sweep {i + 1}/6" not in done.stdout for i in (0, 1, 2, 4, 5))
     assert not (tmp_path / "scontrol.log").exists()  # exit 0: no requeue
@@ -237,7 +238,7 @@ def test_jobs_runs_at_once_passes_a_signal_to_every_run_and_resumes(tmp_path, ti
     second = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec), "--jobs", "2"], cwd=tmp_path,
                             env={k: v for k, v in ENV.items() if k != "OMP_NUM_THREADS"}, capture_output=True,
                             text=True, timeout=600)
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert second.returncode == 0, second.stdout[-3000:] + crash_report(second.stderr)
     for run in runs:
         status = run_info(run.output_dir)["status"]
         assert (status["state"], status["step"]) == ("finished", 12), run.name

@@ -28,7 +28,7 @@ import torch
 
 from countdown_rl.commands.train import main
 from countdown_rl.runs.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
-from tests.helpers.env import ROOT, offline_env
+from tests.helpers.env import ROOT, crash_report, offline_env
 from tests.helpers.train_runs import ERROR, SMOKE, assert_bit_identical, one_error, status, tensors
 
 FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
@@ -52,7 +52,7 @@ def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> Sim
 def uninterrupted(tiny_model_dir, puzzles, tmp_path_factory):
     out = tmp_path_factory.mktemp("uninterrupted") / "run"
     run = fault_run("none", tiny_model_dir, puzzles, out)
-    assert run.code == 0, run.stderr[-3000:]
+    assert run.code == 0, crash_report(run.stderr)
     assert status(out)["state"] == "finished" and status(out)["step"] == 4
     return out
 
@@ -78,7 +78,7 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
     out = tmp_path / "run"
     # --resume true from the start, as a requeued job's one command line would be: nothing to resume yet
     run = fault_run(fault, tiny_model_dir, puzzles, out, "--resume", "true")
-    assert run.code == 75, run.stderr[-3000:]
+    assert run.code == 75, crash_report(run.stderr)
     assert "Traceback" not in run.stderr
     [stopped] = [line for line in run.ours if "stopped:" in line]
     assert f"interrupted by {name} at step {step}" in stopped and "--resume true" in stopped
@@ -90,7 +90,7 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
     assert not (out / STAGING).exists() and not (out / "model.safetensors").exists()
 
     resumed = fault_run("none", tiny_model_dir, puzzles, out, "--resume", "true")
-    assert resumed.code == 0, resumed.stderr[-3000:]
+    assert resumed.code == 0, crash_report(resumed.stderr)
     assert f"fault_run: {4 - step} steps generated" in resumed.stderr  # only the remaining steps ran
     assert_bit_identical(uninterrupted / "model.safetensors", out / "model.safetensors")
     assert status(out)["state"] == "finished"
@@ -114,7 +114,7 @@ def test_two_processes_stop_at_the_same_step_when_one_gets_the_signal(tiny_model
                "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode != 0  # the launcher reports the children's exit code 75 as a failure of its own
-    assert done.stderr.count("fault_run: 3 steps generated") == 2, done.stderr[-3000:]  # both ranks, step 3
+    assert done.stderr.count("fault_run: 3 steps generated") == 2, crash_report(done.stderr)  # both ranks, step 3
     assert done.stderr.count("countdown-rl train: stopped: interrupted by SIGTERM at step 3") == 1  # rank 0 says it
     assert status(out)["state"] == "interrupted" and status(out)["step"] == 3
     assert checkpoint_problem(out / "checkpoint-3") is None
@@ -138,7 +138,7 @@ def test_a_kill_mid_save_keeps_the_previous_checkpoint_and_resume_uses_it(uninte
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]
     assert checkpoint_problem(out / "checkpoint-2") is None
     resumed = fault_run("none", tiny_model_dir, puzzles, out, "--resume", "true", "--save_total_limit", "1")
-    assert resumed.code == 0, resumed.stderr[-3000:]
+    assert resumed.code == 0, crash_report(resumed.stderr)
     assert "fault_run: 2 steps generated" in resumed.stderr
     assert_bit_identical(uninterrupted / "model.safetensors", out / "model.safetensors")
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-4"] and not (out / STAGING).exists()
@@ -190,7 +190,7 @@ def test_non_finite_skip_goes_on_and_counts(tiny_model_dir, puzzles, tmp_path):
     out = tmp_path / "run"
     run = fault_run("nan-grad:3", tiny_model_dir, puzzles, out, "--non_finite", "skip", "--save_steps", "1",
                     "--save_total_limit", "4")
-    assert run.code == 0, run.stderr[-3000:]
+    assert run.code == 0, crash_report(run.stderr)
     logs = [h for h in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in h]
     assert [h["non_finite_skipped"] for h in logs] == [0, 0, 1, 1]
     # the skipped step changed no weight
@@ -275,7 +275,7 @@ def test_overwrite_starts_afresh(uninterrupted, tiny_model_dir, puzzles, tmp_pat
     out = tmp_path / "run"
     shutil.copytree(uninterrupted, out)
     run = fault_run("none", tiny_model_dir, puzzles, out, "--overwrite_output_dir", "true", "--max_steps", "2")
-    assert run.code == 0, run.stderr[-3000:]
+    assert run.code == 0, crash_report(run.stderr)
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]  # the old checkpoint-4 is gone
     info = json.loads((out / "run_info.json").read_text())
     assert info["recipe"]["max_steps"] == 2 and info["status"] == {"state": "finished", "step": 2, "message": None}

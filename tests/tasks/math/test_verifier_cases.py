@@ -16,6 +16,7 @@ import pytest
 from countdown_rl.tasks.math.rewards import TIMEOUTS_METRIC, math_r1_zero_reward
 from countdown_rl.tasks.math.screening import screen_problem
 from countdown_rl.tasks.math.verifier import equivalent, verdict
+from tests.helpers.env import crash_report
 
 
 # ---------------------------------------------------------------------------------------------- MATH: partial parses
@@ -124,7 +125,7 @@ def test_a_slow_comparison_is_cut_in_a_second_process():
         "print(json.dumps(out))\n" % (SLOW, BOUND)
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, crash_report(done.stderr, 2000)
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r for r, _ in out] == ["timeout", "timeout"] and all(s < BOUND + SLACK for _, s in out)
 
