@@ -26,6 +26,7 @@ the log's first line and the run record say what runs. Every error found before 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import re
@@ -116,6 +117,8 @@ def train(argv: list[str] | None = None, own_process: bool = False) -> int:
     except (ValueError, TypeError) as err:  # every process of a launch finds the same error: the first one says it
         return fail(PROG, err) if launch_rank() == 0 else 2
 
+    if own_process and not faulthandler.is_enabled():  # a rank that dies of a signal prints its Python stack
+        faulthandler.enable()
     # nothing in this run generates with vLLM: keep its native libraries out of the process
     left_out = own_process and not training_args.use_vllm and leave_vllm_out()
     import transformers
