@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+import socket
 import subprocess
 import sys
-import socket
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -131,9 +132,22 @@ def check_resume(runs: SimpleNamespace, weights: str) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free now for a launch's rendezvous, below the kernel's ephemeral range (32768-60999 on Linux).
+
+    A port the kernel picks (``bind(0)``) comes from the range it also hands to every outgoing connection, gloo's
+    between the ranks of another test among them, so it could be taken before the launcher binds it. Ports here are
+    never handed out by the kernel; one is picked at random (its own generator: tests seed the global one) above
+    the local SLURM's daemons and its jobs' rendezvous ports (20000 + job id)."""
+    rng = random.Random()
+    for _ in range(100):
+        port = rng.randrange(24000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free TCP port in 24000-32000")
 
 
 ERROR = "countdown-rl train: error: "
