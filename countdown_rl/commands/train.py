@@ -84,6 +84,16 @@ def build_parser():
     return parser
 
 
+def with_setup(err: Exception, argv: list[str] | None, script_args, model_args) -> str:
+    """``err``, plus the recipe's one-time setup command when the model or data file it names is not made yet
+    (:func:`countdown_rl.training.recipe.missing_setup`)."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    recipe = given[given.index("--config") + 1] if "--config" in given[:-1] else None
+    setup = recipe and missing_setup(recipe, {"model_name_or_path": model_args.model_name_or_path,
+                                              "dataset_name": script_args.dataset_name})
+    return f"{err}; {setup}" if setup else str(err)
+
+
 def _end_distributed() -> None:
     """Wait for every process, then tear the process group down (a bare exit sometimes aborts a rank)."""
     import torch.distributed as dist
@@ -107,12 +117,6 @@ def train(argv: list[str] | None = None, own_process: bool = False) -> int:
     try:
         check_launch(None)  # first: parsing the recipe already acts on the launcher's DeepSpeed variables
         script_args, training_args, model_args = parse_args(argv, build_parser())
-        given = list(sys.argv[1:] if argv is None else argv)
-        recipe = given[given.index("--config") + 1] if "--config" in given[:-1] else None
-        setup = recipe and missing_setup(recipe, {"model_name_or_path": model_args.model_name_or_path,
-                                                  "dataset_name": script_args.dataset_name})
-        if setup:
-            raise ValueError(setup)
         planned = plan_recipe(script_args, training_args, model_args)
     except (ValueError, TypeError) as err:  # every process of a launch finds the same error: the first one says it
         return fail(PROG, err) if launch_rank() == 0 else 2
@@ -133,7 +137,7 @@ def train(argv: list[str] | None = None, own_process: bool = False) -> int:
     try:
         run = run_recipe(script_args, training_args, model_args, planned, callbacks=sweep_progress)
     except RecipeError as err:  # a bad data file or row, a model not found, a LoRA target matching no layer
-        return fail(PROG, err)
+        return fail(PROG, with_setup(err, argv, script_args, model_args))
     accelerator = run.trainer.accelerator
     logger.info("process %d of %d", accelerator.process_index, accelerator.num_processes)
     _end_distributed()

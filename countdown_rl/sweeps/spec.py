@@ -331,9 +331,6 @@ def check_runs(spec: SweepSpec, runs: Sequence[SweepRun]) -> None:
                              sort_keys=True, default=str)
             if key in checked:
                 continue
-            setup = missing_setup(spec.base, run.recipe)  # a path the base recipe's header says how to make
-            if setup:
-                raise SweepError(f"{spec.path}: run {run.name!r}: {setup}")
             file = Path(tmp) / f"{run.index}.yaml"
             file.write_text(_dump_recipe(run.recipe), encoding="utf-8")
             try:
@@ -341,6 +338,9 @@ def check_runs(spec: SweepSpec, runs: Sequence[SweepRun]) -> None:
             except (ValueError, TypeError) as err:
                 message = " ".join(str(err).replace(str(file), "recipe").split())
                 raise SweepError(f"{spec.path}: run {run.name!r}: {message}") from None
+            setup = missing_setup(spec.base, run.recipe)  # a path the base recipe's header says how to make
+            if setup:
+                raise SweepError(f"{spec.path}: run {run.name!r}: {setup}")
             checked[key] = run.name
 
 

@@ -1,6 +1,6 @@
-"""A recipe that names a model or data file nobody has made yet says, in its one-line error, the command that makes
-it (from the recipe's own "One-time setup" header), before anything loads; every shipped recipe that reads a local
-file under ``outputs/`` has such a command."""
+"""A recipe that names a model or data file nobody has made yet says, in its one-line error (after the recipe's own
+checks, before the model loads), the command that makes it (from the recipe's "One-time setup" header); every
+shipped recipe that reads a local file under ``outputs/`` has such a command."""
 
 from __future__ import annotations
 
@@ -36,9 +36,17 @@ def test_train_says_how_to_make_the_warm_model_first(tmp_path, monkeypatch, caps
     code = main(["--config", str(ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("countdown-rl train: error: model_name_or_path outputs/format-copy-warm does not exist")
+    assert err[0].startswith("countdown-rl train: error: model_name_or_path outputs/format-copy-warm: not a local folder")
+    assert "; model_name_or_path outputs/format-copy-warm does not exist yet; make it first" in err[0]
     assert "countdown-rl warmup --task format_copy" in err[0] and "--output_dir outputs/format-copy-warm" in err[0]
-    assert not Path("outputs").exists()
+    assert not Path("outputs/format-copy-warm").exists()  # nothing made in its place
+
+
+def test_a_recipe_error_comes_before_the_setup(tmp_path, monkeypatch, capsys, no_loading):
+    monkeypatch.chdir(tmp_path)
+    code = main(["--config", str(ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"), "--num_generations", "3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "num_generations" in err and "make them first" not in err
 
 
 def test_an_override_that_exists_is_not_stopped(tmp_path, monkeypatch, tiny_model_dir):
