@@ -22,6 +22,11 @@ from tests.helpers.task_samples import BIG, fmt
 # ----------------------------------------------------------------------------------------------------------------
 
 
+# Right answers are given time: these test the values, not the deadline (a loaded 2-core machine once ran a right
+# answer's parse past the 2 s default; tests/tasks/math/test_verifier_cases.py times the deadline itself).
+RIGHT_GIVEN_TIME = 60.0
+
+
 def test_r1_zero_reward_values_and_metrics():
     logged = {}
     completions = [
@@ -30,7 +35,8 @@ def test_r1_zero_reward_values_and_metrics():
         r"so the answer is \boxed{\frac34}",  # right but not formatted
         "no answer",
     ]
-    rewards = math_r1_zero_reward(completions, gold=[r"\frac{3}{4}"] * 4, log_metric=lambda k, v: logged.__setitem__(k, v))
+    rewards = math_r1_zero_reward(completions, gold=[r"\frac{3}{4}"] * 4, timeout_seconds=RIGHT_GIVEN_TIME,
+                                  log_metric=lambda k, v: logged.__setitem__(k, v))
     assert rewards == [1.0, 0.0, 0.0, 0.0]
     assert logged == {"math/malformed_rows": 0, "math/timeouts": 0, "math/format_reward": 0.5,
                       "math/answer_reward": 0.5}
@@ -38,7 +44,7 @@ def test_r1_zero_reward_values_and_metrics():
 
 def test_r1_zero_reward_on_chat_completions():
     completion = [{"role": "assistant", "content": fmt(r"\boxed{12}")}]
-    assert math_r1_zero_reward([completion], gold=["12"]) == [1.0]
+    assert math_r1_zero_reward([completion], gold=["12"], timeout_seconds=RIGHT_GIVEN_TIME) == [1.0]
 
 
 @pytest.mark.parametrize(
