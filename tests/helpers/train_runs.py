@@ -23,7 +23,7 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.guard import LOCK_FILE
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
-from tests.helpers.env import ROOT, crash_report, hang_guard, offline_env  # noqa: F401 (crash_report: for callers)
+from tests.helpers.env import ROOT, hang_guard, offline_env
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"

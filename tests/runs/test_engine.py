@@ -25,8 +25,8 @@ import pytest
 import torch
 
 from countdown_rl.runs.engine import Engine, LaunchError, check_launch
-from tests.helpers.env import ROOT, offline_env
-from tests.helpers.train_runs import DDP_LAUNCH, FAULT_RUN, FSDP2_LAUNCH, accelerate_launch, crash_report, free_port
+from tests.helpers.env import ROOT, crash_report, offline_env
+from tests.helpers.train_runs import DDP_LAUNCH, FAULT_RUN, FSDP2_LAUNCH, accelerate_launch, free_port
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
