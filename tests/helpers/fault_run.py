@@ -19,6 +19,7 @@ Under a multi-process launch only rank 0 gets the signal (the others must learn 
 torch (a global module forward hook, tensor hooks, ``torch.save``), never on countdown_rl's code.
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -32,6 +33,7 @@ import torch  # noqa: E402
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text  # noqa: E402
 
 STATE = {"step": 0, "fired": False}
+FAULT = ["none"]
 
 
 def fire(sig: signal.Signals, repeat: int = 1) -> None:
@@ -93,19 +95,39 @@ def save_hook(obj, f, *args, **kwargs):
     return _torch_save(obj, f, *args, **kwargs)
 
 
-def main() -> int:
+@contextlib.contextmanager
+def injected(fault: str):
+    """``fault`` in force for the ``with`` block: the toy reward, and the hooks it needs; all undone on leaving, so
+    that a test can run ``countdown-rl train`` in its own process (the faults that send no signal and kill nothing)."""
     global FAULT
-    split = sys.argv.index("--")
-    FAULT = sys.argv[1].split(":")
+    FAULT = fault.split(":")
+    STATE.update(step=0, fired=False)
+    saved_reward = REWARD_FUNCS.get("toy_dense")
     REWARD_FUNCS["toy_dense"] = toy_dense_reward
+    handle = None
     if FAULT[0] == "signal" and FAULT[1] == "backward" or FAULT[0] in ("nan-grad", "nan-loss"):
-        torch.nn.modules.module.register_module_forward_hook(forward_hook)
+        handle = torch.nn.modules.module.register_module_forward_hook(forward_hook)
     if FAULT[0] == "signal" and FAULT[1] == "save" or FAULT[0] == "kill-in-save":
         torch.save = save_hook
+    try:
+        yield STATE
+    finally:
+        torch.save = _torch_save
+        if handle is not None:
+            handle.remove()
+        if saved_reward is None:
+            del REWARD_FUNCS["toy_dense"]
+        else:
+            REWARD_FUNCS["toy_dense"] = saved_reward
+
+
+def main() -> int:
+    split = sys.argv.index("--")
     torch.set_num_threads(1)
     from countdown_rl.commands.train import main as train_main
 
-    code = train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"], own_process=True)  # as the command
+    with injected(sys.argv[1]):
+        code = train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"], own_process=True)  # as the command
     print(f"fault_run: {STATE['step']} steps generated", file=sys.stderr)  # steps started in this process
     return code
 

@@ -29,6 +29,7 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.checkpoints import MANIFEST, STAGING, checkpoint_problem, last_complete_checkpoint
 from tests.helpers.env import ROOT, crash_report, offline_env
+from tests.helpers.fault_run import injected
 from tests.helpers.train_runs import ERROR, SMOKE, assert_bit_identical, one_error, status, tensors
 
 FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
@@ -45,13 +46,28 @@ def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> Sim
     return SimpleNamespace(code=done.returncode, stderr=done.stderr, ours=ours)
 
 
+def fault_run_here(fault: str, model_dir, puzzles, out: Path, *overrides: str, capfd=None) -> SimpleNamespace:
+    """:func:`fault_run` in this process, for the faults that send no signal and kill nothing: the same command
+    line, hooks and reward (fault_run.injected), without a process's ~10 s of imports (its stderr read through
+    ``capfd`` where given). Signals and kills stay real processes."""
+    if capfd is not None:
+        capfd.readouterr()
+    with injected(fault) as state:
+        code = main(["--config", str(SMOKE), "--model_name_or_path", str(model_dir), "--dataset_name", str(puzzles),
+                     "--output_dir", str(out), "--final_eval_size", "4", *overrides, "--reward_funcs", "toy_dense"])
+    stderr = (capfd.readouterr().err if capfd is not None else "") + f"fault_run: {state['step']} steps generated\n"
+    ours = [line for line in stderr.splitlines() if line.startswith("countdown-rl train:")]
+    return SimpleNamespace(code=code, stderr=stderr, ours=ours)
+
+
 
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tiny_model_dir, puzzles, tmp_path_factory):
     out = tmp_path_factory.mktemp("uninterrupted") / "run"
-    run = fault_run("none", tiny_model_dir, puzzles, out)
+    # in this process: the slow tier's resumed processes end bit-identical to it all the same (one torch thread each)
+    run = fault_run_here("none", tiny_model_dir, puzzles, out)
     assert run.code == 0, crash_report(run.stderr)
     assert status(out)["state"] == "finished" and status(out)["step"] == 4
     return out
@@ -175,9 +191,9 @@ def test_an_incomplete_checkpoint_is_skipped_with_one_warning(uninterrupted, tmp
 
 @pytest.mark.parametrize("fault,quantity", [("nan-grad:3", "grad_norm"), ("nan-loss:3", "loss")])
 def test_a_non_finite_step_stops_the_run_and_keeps_the_last_good_checkpoint(fault, quantity, tiny_model_dir,
-                                                                            puzzles, tmp_path):
+                                                                            puzzles, tmp_path, capfd):
     out = tmp_path / "run"
-    run = fault_run(fault, tiny_model_dir, puzzles, out)
+    run = fault_run_here(fault, tiny_model_dir, puzzles, out, capfd=capfd)
     assert run.code == 1 and "Traceback" not in run.stderr
     [line] = [line for line in run.ours if line.startswith(ERROR)]
     assert f"step 3: {quantity} is nan" in line and str(out / "checkpoint-2") in line
@@ -186,10 +202,10 @@ def test_a_non_finite_step_stops_the_run_and_keeps_the_last_good_checkpoint(faul
     assert status(out)["state"] == "failed" and status(out)["step"] == 2
 
 
-def test_non_finite_skip_goes_on_and_counts(tiny_model_dir, puzzles, tmp_path):
+def test_non_finite_skip_goes_on_and_counts(tiny_model_dir, puzzles, tmp_path, capfd):
     out = tmp_path / "run"
-    run = fault_run("nan-grad:3", tiny_model_dir, puzzles, out, "--non_finite", "skip", "--save_steps", "1",
-                    "--save_total_limit", "4")
+    run = fault_run_here("nan-grad:3", tiny_model_dir, puzzles, out, "--non_finite", "skip", "--save_steps", "1",
+                         "--save_total_limit", "4", capfd=capfd)
     assert run.code == 0, crash_report(run.stderr)
     logs = [h for h in json.loads((out / "trainer_state.json").read_text())["log_history"] if "loss" in h]
     assert [h["non_finite_skipped"] for h in logs] == [0, 0, 1, 1]
@@ -271,10 +287,11 @@ def test_keys_that_may_change_on_resume_pass_the_guard(uninterrupted):
     assert check_output_dir(uninterrupted, recipe, resume=True, overwrite=False).status["state"] == "finished"
 
 
-def test_overwrite_starts_afresh(uninterrupted, tiny_model_dir, puzzles, tmp_path):
+def test_overwrite_starts_afresh(uninterrupted, tiny_model_dir, puzzles, tmp_path, capfd):
     out = tmp_path / "run"
     shutil.copytree(uninterrupted, out)
-    run = fault_run("none", tiny_model_dir, puzzles, out, "--overwrite_output_dir", "true", "--max_steps", "2")
+    run = fault_run_here("none", tiny_model_dir, puzzles, out, "--overwrite_output_dir", "true", "--max_steps", "2",
+                         capfd=capfd)
     assert run.code == 0, crash_report(run.stderr)
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]  # the old checkpoint-4 is gone
     info = json.loads((out / "run_info.json").read_text())
