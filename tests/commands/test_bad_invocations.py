@@ -9,7 +9,7 @@ recipe and a few bad files, offline (``HF_HUB_OFFLINE=1``: no Hub request can le
    it may only be ``countdown-rl train``'s INFO log records, for errors found after the data is read);
 3. nothing was written or deleted: the scratch folder's listing, sizes and mtimes are the same before and after.
 
-The cases run four at a time (a ``train`` process spends ~5-8 s CPU importing torch and TRL; the others are
+The cases run four at a time (a ``train`` process spends ~9-14 s CPU importing torch and TRL; the others are
 fast). The ``train`` cases with a twin tested in process (tests/commands/test_train.py: the same mistake, the
 same words) run as processes in the slow tier only; every other case runs in the default tier. The
 output-directory guard and the Hub checks of ``train`` are tested in process in tests/training/test_reliability.py.
@@ -44,6 +44,9 @@ SLOW_CASES = {
     "train-group-does-not-divide-batch": "batch-not-divisible-by-group",
     "train-missing-checkpoint": "resume-from-missing-path",
     "train-hub-dataset-offline": "test_dataset_errors_are_one_line_before_the_model_is_loaded",
+    "train-hub-model-offline": "test_model_errors_are_one_line_before_training",
+    "train-lora-target-matches-nothing": "test_model_errors_are_one_line_before_training",
+    "train-empty-after-filtering": "test_model_errors_are_one_line_before_training",
 }
 
 

@@ -160,6 +160,32 @@ def test_dataset_errors_are_one_line_before_the_model_is_loaded(tmp_path, capsys
         assert all(word in message for word in words), (name, message)
 
 
+def test_model_errors_are_one_line_before_training(tmp_path, tiny_model_dir, puzzles, capsys):
+    """A model that is a file or an offline Hub id, LoRA targets the model lacks, a dataset no row of which is valid
+    (``on_invalid_rows: drop``): one line each, nothing trained or written. (As processes: the slow tier's
+    tests/commands/test_bad_invocations.py.)"""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a model\n")
+    invalid = write_rows(tmp_path / "invalid.jsonl", [{"nums": "x", "target": 1}] * 3)
+    cases = {
+        "model is a file": (["--model_name_or_path", str(a_file)], ["model_name_or_path", str(a_file)]),
+        "Hub model, offline": (["--model_name_or_path", "nobody/no-such-model"],
+                               ["model_name_or_path", "nobody/no-such-model", "offline"]),
+        "LoRA target matches nothing": (["--use_peft", "true", "--lora_target_modules", "no_such_proj"],
+                                        ["no_such_proj", "model"]),
+        "no valid row left": (["--dataset_name", str(invalid), "--on_invalid_rows", "drop"],
+                              ["invalid.jsonl", "no valid rows"]),
+    }
+    for name, (overrides, words) in cases.items():
+        out = tmp_path / "out"
+        code = main(["--config", str(SMOKE), "--model_name_or_path", str(tiny_model_dir), "--dataset_name",
+                     str(puzzles), "--output_dir", str(out), *overrides])
+        assert code == 2, name
+        message = one_error_line(capsys)
+        assert all(word in message for word in words), (name, message)
+        assert not (out / "model.safetensors").exists() and not list(out.glob("checkpoint-*")), name
+
+
 def test_resume_from_checkpoint_is_parsed_as_a_string_and_resolved(tmp_path):
     out = tmp_path / "out"
     for step in (2, 10, 4):  # the least a checkpoint without a manifest needs: trainer state and weights
