@@ -52,7 +52,8 @@ def _top_level_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    own_process = argv is None  # the console script: the command may shape the process (train: no vLLM unless used)
+    # the console script: the command may shape the process (train, demo: no vLLM unless used)
+    own_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
         # --help, --version, no command or an unknown one: argparse prints and exits.
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module_name, function_name = COMMANDS[argv[0]][0].split(":")
     command = getattr(import_module(module_name), function_name)
-    return (command(argv[1:], own_process=True) if own_process and argv[0] == "train" else command(argv[1:])) or 0
+    shapes_its_process = own_process and argv[0] in ("train", "demo")
+    return (command(argv[1:], own_process=True) if shapes_its_process else command(argv[1:])) or 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import Any
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
 from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, RunStopped, gpu_config, quick_config, run_demo
+from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
 from countdown_rl.runs.device import DEVICES, resolve_device
 from countdown_rl.tasks.countdown.puzzles import SAMPLINGS
 
@@ -181,8 +182,11 @@ def run_several(parser: argparse.ArgumentParser, args: argparse.Namespace, argv:
     return several.exit_code(codes)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``countdown-rl demo``; returns the exit code."""
+def main(argv: list[str] | None = None, *, own_process: bool | None = None) -> int:
+    """Run ``countdown-rl demo``; returns the exit code. ``own_process`` (default: ``argv is None``, the process's
+    entry point) lets a demo that generates without vLLM keep it out of the process
+    (:func:`countdown_rl.generation.vllm_import.leave_vllm_out`); a call inside a longer-lived process leaves it be."""
+    own_process = argv is None if own_process is None else own_process
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
@@ -198,8 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         if config.model_name_or_path is not None:
             from countdown_rl.demo.pretrained import run_pretrained_demo
 
-            run_pretrained_demo(config)
+            run_pretrained_demo(config, own_process=own_process)
         else:
+            if own_process and leave_vllm_out():  # the tiny model's demo never generates with vLLM
+                print(VLLM_LEFT_OUT, flush=True)
             run_demo(config)
     except ValueError as err:
         return fail(PROG, err)

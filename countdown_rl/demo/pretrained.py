@@ -65,6 +65,7 @@ from countdown_rl.demo.stages import (
 )
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
+from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
 from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR
 
 __all__ = ["check_demo_model", "choose_backends", "pretrained_config", "rollout_keys", "run_pretrained_demo"]
@@ -247,8 +248,9 @@ def _row(label: str, result, blind: dict[str, Any] | None, seconds: float | None
             "—" if seconds is None else f"{seconds / 60:.1f} min"]
 
 
-def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
-    """Every stage of the real-model demo (module docstring); returns what ``demo_results.json`` holds."""
+def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[str, Any]:
+    """Every stage of the real-model demo (module docstring); returns what ``demo_results.json`` holds.
+    ``own_process``: the demo is its process's entry point, which then imports no vLLM unless a backend uses it."""
     from countdown_rl.models.source import resolve_model_source
 
     if config.algorithm not in ALGORITHMS:
@@ -272,6 +274,8 @@ def run_pretrained_demo(config: DemoConfig) -> dict[str, Any]:
     base_dir = Path(source.path)
     print(f"loading from {base_dir}" + (" (converted from GGUF once, cached)" if source.conversion else ""))
     backend, eval_backend, why_not_vllm = choose_backends(str(base_dir), quick=config.quick, device=config.device)
+    if own_process and "vllm" not in (backend, eval_backend) and leave_vllm_out():
+        print(VLLM_LEFT_OUT)
     evaluator = _Evaluator(config, eval_backend)
     timings["model_s"] = time.time() - t
 

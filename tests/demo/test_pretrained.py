@@ -20,6 +20,7 @@ from countdown_rl.commands import demo as demo_cli
 from countdown_rl.demo import pretrained
 from countdown_rl.evaluation.eval_files import read_eval, read_samples
 from countdown_rl.evaluation.paired import paired_counts
+from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT
 from countdown_rl.runs.record import read_run_record
 from tests.helpers.vllm_tiny import clean_env
 
@@ -100,6 +101,8 @@ def _check_files_and_table(out, first: str, results: dict, model: str) -> None:
         assert record.recipe[key] is results["config"][key] is True, key
     assert set(results["timings"]) >= {"base_eval_s", "sft_s", "sft_eval_s", "rl_s", "final_eval_s", "total_s"}
     assert f"rollouts through {results['rollout_backend']}" in first
+    # its own process: vLLM imported only where a backend uses it
+    assert (VLLM_LEFT_OUT in first) is ("vllm" not in (results["rollout_backend"], results["eval_backend"]))
 
 
 def _check_reused(out, resumed: str) -> None:

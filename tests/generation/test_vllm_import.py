@@ -5,6 +5,8 @@
 2. ``countdown-rl train`` as its own process leaves vLLM out unless the recipe uses it, and says so in its log
    (the slow tier's FSDP2 launch checks it in each rank: tests/runs/test_engine.py); called inside a longer-lived
    process (these tests' own workers) it leaves the process as it was (tests/commands/test_train.py).
+   ``countdown-rl demo`` as its own process does the same when neither of its backends is vLLM
+   (tests/demo/test_pretrained.py, whose runs are processes).
 """
 
 from __future__ import annotations
