@@ -251,7 +251,8 @@ def test_zero_advantage_skip_times_both_sides_and_gets_the_same_update():
 
 
 @pytest.mark.comparison
-@pytest.mark.parametrize("model", ["tiny", pytest.param("qwen3-shape", marks=pytest.mark.slow)])
+@pytest.mark.slow  # the script; the same update with the flag on and off is the default tier's (test_shared_prompt.py)
+@pytest.mark.parametrize("model", ["tiny", "qwen3-shape"])
 def test_shared_prompt_times_both_passes_and_gets_the_same_update(model):
     stdout = _run("shared_prompt.py", "--model", model, "--tokens", "16", "--repeats", "1")
     header, [row] = _table(stdout)
