@@ -194,4 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from countdown_rl.generation.vllm_import import leave_vllm_out
+
+    leave_vllm_out()  # nothing here generates with vLLM: its engine stays out of this process
     sys.exit(main())

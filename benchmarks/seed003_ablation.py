@@ -181,4 +181,7 @@ def summarise(out: Path, args, wall: float, codes: dict) -> int:
 
 
 if __name__ == "__main__":
+    from countdown_rl.generation.vllm_import import leave_vllm_out
+
+    leave_vllm_out()  # nothing here generates with vLLM: its engine stays out of this process
     sys.exit(main())
