@@ -17,6 +17,21 @@ from countdown_rl.runs.device import DEVICES, resolve_device
 from countdown_rl.tasks.countdown.puzzles import SAMPLINGS
 
 
+def seed_value(text: str) -> int:
+    """A seed as given on the command line: a whole number >= 0 (numpy's generators refuse negative ones, late).
+
+    >>> seed_value("3")
+    3
+    """
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {text!r}") from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number >= 0, got {seed}")
+    return seed
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``countdown-rl demo`` argument parser (defaults shown are the full demo's)."""
     d = DemoConfig()
@@ -36,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", choices=list(ALGORITHMS), nargs="+", default=[d.algorithm],
                    help="RL algorithm (default grpo); several (e.g. grpo dr_grpo) run side by side from the same SFT "
                    "model, as with --seeds")
-    p.add_argument("--seed", type=int, default=d.seed, help=f"seed of puzzles, model and training (default {d.seed})")
-    p.add_argument("--seeds", type=int, nargs="+", metavar="S",
+    p.add_argument("--seed", type=seed_value, default=d.seed,
+                   help=f"seed of puzzles, model and training (default {d.seed})")
+    p.add_argument("--seeds", type=seed_value, nargs="+", metavar="S",
                    help="several seeds at once: one process per seed (and per --algorithm) in <output_dir>/seed-S, "
                    "then the combined table (each run's before/after, McNemar p and best target-blind rule; the mean "
                    "and spread) in <output_dir>/seeds.md")

@@ -156,6 +156,8 @@ def _cli(argv):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--seed", "1", "--seeds", "0", "1"], "--seed and --seeds: give one of them"),
     (["--seeds", "0", "0"], "--seeds: a seed is given twice"),
+    (["--seeds", "0", "-1"], "argument --seeds: a seed is a whole number >= 0, got -1"),
+    (["--seed", "x"], "argument --seed: a seed is a whole number >= 0, got 'x'"),
     (["--seeds", "0", "1", "--jobs", "0"], "--jobs must be positive"),
     (["--jobs", "2"], "--jobs: only with --seeds or several --algorithm values"),
     (["--seeds", "0", "--num_threads", "0"], "seed 0 grpo: --num_threads must be positive"),
