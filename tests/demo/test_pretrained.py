@@ -6,7 +6,9 @@ whatever backend is installed); the slow tier runs it with the real SmolLM2-135M
 wheel (skips, saying why, where the wheel or ``gguf`` is missing).
 """
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -31,19 +33,31 @@ needs_smollm2 = pytest.mark.skipif(not HAS_SMOLLM2, reason="needs the llm-smollm
 
 
 def _run(argv, env=None):
-    """``countdown-rl demo`` in a child process (vLLM's engine wants a real stdout: it asks for its file number)."""
+    """``countdown-rl demo`` in a child process (vLLM's engine wants a real stdout: it asks for its file number);
+    ``env`` None: in this process (no backend of --quick on the CPU is vLLM), the suite's torch threads kept."""
+    if env is None:
+        import torch
+
+        threads, out = torch.get_num_threads(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                code = demo_cli.main(argv)
+        finally:
+            torch.set_num_threads(threads)
+        return code, out.getvalue()
     done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "demo", *argv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=1500, env=clean_env(**(env or {})), check=False)
+                          text=True, timeout=1500, env=clean_env(**env), check=False)
     return done.returncode, done.stdout + done.stderr[-3000:]
 
 
 def _quick_then_lora_resume(model: str, out, env=None) -> str:
     """A quick run (its files and tables checked), then its RL run removed (as if stopped between SFT and RL) and
-    ``--resume --lora``, which reads back the SFT model and the base evaluation: returns the second run's log."""
+    ``--resume --lora``, which reads back the SFT model and the base evaluation: returns the second run's log.
+    With ``env`` both run as processes, else in this one (:func:`_run`)."""
     code, first = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out)], env)
     assert code == 0, first[-3000:]
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
-    _check_files_and_table(out, first, results, model)
+    _check_files_and_table(out, first, results, model, own_process=env is not None)
     sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
     shutil.rmtree(out / "grpo")
     code, resumed = _run(["--model_name_or_path", model, "--quick", "--lora", "--output_dir", str(out), "--resume"],
@@ -54,7 +68,7 @@ def _quick_then_lora_resume(model: str, out, env=None) -> str:
     return resumed
 
 
-def _check_files_and_table(out, first: str, results: dict, model: str) -> None:
+def _check_files_and_table(out, first: str, results: dict, model: str, own_process: bool) -> None:
     for folder in ("base_eval", "zero_shot", "grpo/eval", "grpo/zero_shot", "transfer/base", "transfer/sft",
                    "grpo/transfer"):
         assert (out / folder / "eval.json").is_file(), folder
@@ -101,8 +115,9 @@ def _check_files_and_table(out, first: str, results: dict, model: str) -> None:
         assert record.recipe[key] is results["config"][key] is True, key
     assert set(results["timings"]) >= {"base_eval_s", "sft_s", "sft_eval_s", "rl_s", "final_eval_s", "total_s"}
     assert f"rollouts through {results['rollout_backend']}" in first
-    # its own process: vLLM imported only where a backend uses it
-    assert (VLLM_LEFT_OUT in first) is ("vllm" not in (results["rollout_backend"], results["eval_backend"]))
+    # as its own process, vLLM imported only where a backend uses it; inside another, that process left as it was
+    assert (VLLM_LEFT_OUT in first) is (own_process and "vllm" not in (results["rollout_backend"],
+                                                                       results["eval_backend"]))
 
 
 def _check_reused(out, resumed: str) -> None:
@@ -134,8 +149,8 @@ def _check_lora_run(out, log: str) -> dict:
 def test_quick_run_on_a_model_folder_then_a_lora_rl_stage_on_its_sft_model(tiny_model_dir, tmp_path):
     """The tiny Qwen3 saved as a model folder through every stage (rollouts through whatever backend is installed);
     then, its RL run removed, ``--resume --lora``: the base and SFT stages read back, an adapter trained on the SFT
-    model and evaluated merged. One test, the shape of the SmolLM2 one below: a third run would repeat the first
-    two's stages."""
+    model and evaluated merged. One test, the shape of the SmolLM2 one below (whose runs are processes): a third
+    run would repeat the first two's stages. In this process: a demo process spends ~15 s importing."""
     out = tmp_path / "demo"
     resumed = _quick_then_lora_resume(str(tiny_model_dir), out)
     _check_lora_run(out, resumed)
