@@ -101,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evaluate against a running vLLM server (trl vllm-serve) at this address, e.g. "
                    "http://127.0.0.1:8000; --model_name_or_path names the model it serves (its tokenizer is loaded "
                    "here); implies --backend vllm")
+    p.add_argument("--vllm_enforce_eager", action="store_true",
+                   help="vllm backend: run the model eagerly, without vLLM's torch.compile of it (nor CUDA graphs): "
+                   "the engine starts in seconds where compiling takes a minute or two on a CPU, and decodes slower; "
+                   "for a few puzzles (default: compile, as TRL starts vLLM)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--num_samples", type=int, default=1,
                    help="samples per puzzle for pass@k (needs --temperature > 0)")
@@ -233,6 +237,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         check_args(args)
         backend = _usage(resolve_backend, "vllm" if args.vllm_server_url else args.backend, args.device)
+        if args.vllm_enforce_eager and (backend != "vllm" or args.vllm_server_url):
+            raise UsageError("--vllm_enforce_eager: only for an engine of this command's own (--backend vllm, "
+                             f"not {'--vllm_server_url' if args.vllm_server_url else 'backend ' + backend})")
         rows = _usage(held_out_rows, data_arguments(args), args.num_rows, all_rows=args.all_rows)
         given = args.model_name_or_path
         source = resolve_model_source(given, "--model_name_or_path")  # a GGUF file: converted once to a checkpoint
@@ -259,7 +266,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             model, tokenizer = load_evaluated_model(
                 args.model_name_or_path, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm",
-                seed=args.seed,
+                seed=args.seed, vllm_kwargs={"enforce_eager": True} if args.vllm_enforce_eager else None,
             )
     except (OSError, ValueError) as err:
         fail(PROG, f"cannot load model {args.model_name_or_path}: {err}")
@@ -291,6 +298,7 @@ def _run(args: argparse.Namespace) -> int:
         model=given,
         **({"model_source": source.conversion} if source.conversion else {}),
         **({"vllm_server_url": args.vllm_server_url} if args.vllm_server_url else {}),
+        **({"vllm_enforce_eager": True} if args.vllm_enforce_eager else {}),
         dataset=data.dataset_name or task.default_dataset,
         source_split=data.dataset_split,
         eval_dataset_split=data.eval_dataset_split,

@@ -98,18 +98,20 @@ def adapter_base(path: str | Path, key: str = "--model_name_or_path") -> str:
     return base
 
 
-def _vllm_engine(path: str, dtype: str, seed: int):
+def _vllm_engine(path: str, dtype: str, seed: int, kwargs: dict[str, Any] | None):
     from countdown_rl.generation.sampling import vllm_engine
 
-    return vllm_engine(path, dtype=dtype, seed=seed)
+    return vllm_engine(path, dtype=dtype, seed=seed, **(kwargs or {}))
 
 
 def load_evaluated_model(
-    model: str, *, dtype: str = "auto", device: str | None = None, for_vllm: bool = False, seed: int = 0
+    model: str, *, dtype: str = "auto", device: str | None = None, for_vllm: bool = False, seed: int = 0,
+    vllm_kwargs: dict[str, Any] | None = None,
 ):
     """Load ``(model, tokenizer)`` to evaluate; a LoRA adapter folder is loaded on its base model and merged.
 
-    With ``for_vllm`` the model is a ``vllm.LLM`` (an adapter is merged into a temporary folder first).
+    With ``for_vllm`` the model is a ``vllm.LLM`` (an adapter is merged into a temporary folder first), built with
+    ``vllm_kwargs`` (e.g. ``{"enforce_eager": True}``).
     """
     import torch
 
@@ -121,7 +123,7 @@ def load_evaluated_model(
         tokenizer_source = adapter_base(path)
     tokenizer = load_tokenizer(tokenizer_source)
     if for_vllm and not adapter:
-        return _vllm_engine(model, dtype, seed), tokenizer
+        return _vllm_engine(model, dtype, seed, vllm_kwargs), tokenizer
     if adapter:
         from peft import AutoPeftModelForCausalLM
 
@@ -135,7 +137,7 @@ def load_evaluated_model(
         atexit.register(shutil.rmtree, merged, True)  # a full copy of the weights: do not leave it behind
         loaded.save_pretrained(merged)
         tokenizer.save_pretrained(merged)
-        return _vllm_engine(merged, dtype, seed), tokenizer
+        return _vllm_engine(merged, dtype, seed, vllm_kwargs), tokenizer
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     return loaded.to(device), tokenizer
 

@@ -82,6 +82,7 @@ def test_eval_cli_lora_adapter(tiny_model_dir, dataset, tmp_path):
         (["--num_samples", "2"], "needs --temperature > 0"),
         (["--num-rows", "0"], "must be positive"),
         (["--dataset_name", "EMPTY"], "no rows"),
+        (["--vllm_enforce_eager", "--backend", "transformers"], "--vllm_enforce_eager: only for an engine of"),
     ],
 )
 def test_eval_cli_errors_before_loading_a_model(extra, message, tiny_model_dir, dataset, tmp_path, monkeypatch,
