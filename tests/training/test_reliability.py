@@ -35,15 +35,22 @@ from tests.helpers.train_runs import ERROR, SMOKE, assert_bit_identical, one_err
 FAULT_RUN = ROOT / "tests" / "helpers" / "fault_run.py"
 
 
+def train_argv(model_dir, puzzles, out: Path, *overrides: str) -> list[str]:
+    """The fault runs' ``countdown-rl train`` arguments: the smoke recipe, ``overrides`` last."""
+    return ["--config", str(SMOKE), "--model_name_or_path", str(model_dir), "--dataset_name", str(puzzles),
+            "--output_dir", str(out), "--final_eval_size", "4", *overrides]
+
+
+def run_result(code: int, stderr: str) -> SimpleNamespace:
+    ours = [line for line in stderr.splitlines() if line.startswith("countdown-rl train:")]
+    return SimpleNamespace(code=code, stderr=stderr, ours=ours)
+
+
 def fault_run(fault: str, model_dir, puzzles, out: Path, *overrides: str) -> SimpleNamespace:
     """``countdown-rl train`` on the smoke recipe in a subprocess, with ``fault`` injected (fault_run.py)."""
-    env = offline_env()
-    command = [sys.executable, str(FAULT_RUN), fault, "--", "--config", str(SMOKE), "--model_name_or_path",
-               str(model_dir), "--dataset_name", str(puzzles), "--output_dir", str(out), "--final_eval_size", "4",
-               *overrides]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    ours = [line for line in done.stderr.splitlines() if line.startswith("countdown-rl train:")]
-    return SimpleNamespace(code=done.returncode, stderr=done.stderr, ours=ours)
+    command = [sys.executable, str(FAULT_RUN), fault, "--", *train_argv(model_dir, puzzles, out, *overrides)]
+    done = subprocess.run(command, cwd=ROOT, env=offline_env(), capture_output=True, text=True, timeout=300)
+    return run_result(done.returncode, done.stderr)
 
 
 def fault_run_here(fault: str, model_dir, puzzles, out: Path, *overrides: str, capfd=None) -> SimpleNamespace:
@@ -53,11 +60,9 @@ def fault_run_here(fault: str, model_dir, puzzles, out: Path, *overrides: str, c
     if capfd is not None:
         capfd.readouterr()
     with injected(fault) as state:
-        code = main(["--config", str(SMOKE), "--model_name_or_path", str(model_dir), "--dataset_name", str(puzzles),
-                     "--output_dir", str(out), "--final_eval_size", "4", *overrides, "--reward_funcs", "toy_dense"])
+        code = main([*train_argv(model_dir, puzzles, out, *overrides), "--reward_funcs", "toy_dense"])
     stderr = (capfd.readouterr().err if capfd is not None else "") + f"fault_run: {state['step']} steps generated\n"
-    ours = [line for line in stderr.splitlines() if line.startswith("countdown-rl train:")]
-    return SimpleNamespace(code=code, stderr=stderr, ours=ours)
+    return run_result(code, stderr)
 
 
 
