@@ -161,6 +161,30 @@ class CountdownGRPOConfig(GRPOConfig):
                   "(token_mean: divides by each micro-batch's tokens), an entropy bonus or top_entropy_quantile < 1 "
                   "(per micro-batch)."},
     )
+    dynamic_sampling: bool = field(
+        default=False,
+        metadata={"help": "DAPO's dynamic sampling: fill each training generation batch with groups whose rewards "
+                  "differ. Round 1 is TRL's batch; while it holds fewer such groups than dynamic_sampling_min_groups, "
+                  "more prompts are drawn (a seeded order of the training rows, seed + 1) and scored, up to "
+                  "dynamic_sampling_max_rounds rounds; each process keeps whole groups, differing ones first, so the "
+                  "batch keeps its shape. A group differs by the task's outcome (some but not all of its completions "
+                  "correct) where the trainer has a task whose columns the rows carry, else by the weighted summed "
+                  "reward (two rewards further apart than 1e-6 relative). Where the cap is hit first the batch is "
+                  "filled with groups scored all alike (advantage 0), said once in the log and counted in "
+                  "dynamic_sampling/short. The reward, outcome and length metrics cover every drawn completion. "
+                  "Needs per-group advantages (scale_rewards group or none, sum_then_normalize), beta 0, and each "
+                  "process's rows (per_device_train_batch_size x steps_per_generation) a whole number of groups."},
+    )
+    dynamic_sampling_max_rounds: int = field(
+        default=4,
+        metadata={"help": "dynamic_sampling: the most generation rounds one generation batch may take (1: TRL's "
+                  "batch only, no extra round; each round generates a generation batch's worth of prompts)."},
+    )
+    dynamic_sampling_min_groups: int | None = field(
+        default=None,
+        metadata={"help": "dynamic_sampling: the groups whose rewards differ that the generation batch must hold, "
+                  "over all processes (at most generation_batch_size / num_generations). Default: all of them."},
+    )
     loss_type: str | None = field(
         default=None,
         metadata={"help": f"TRL's loss type ({', '.join(TRL_LOSS_TYPES)}), with TRL's meaning. One decision with "
@@ -214,6 +238,7 @@ class CountdownGRPOConfig(GRPOConfig):
         self.settle_countdown_keys()
         super().__post_init__()
         self._refuse_group_clashes()  # reads steps_per_generation, which TRL's __post_init__ settles
+        self._refuse_dynamic_sampling_shapes()  # reads generation_batch_size, settled there too
 
     @classmethod
     def from_trl(cls, args: GRPOConfig) -> CountdownGRPOConfig:
@@ -271,6 +296,7 @@ class CountdownGRPOConfig(GRPOConfig):
                 raise ValueError(f"drgrpo_num_tokens is Dr.GRPO's normaliser, but loss_type={self.loss_type!r} "
                                  "does not divide by it; unset it, or use reduction masked_mean_drgrpo or hybrid")
         self._refuse_skip_clashes()
+        self._refuse_dynamic_sampling_clashes()
         if self.budget_schedule is not None:
             self.budget_schedule = parse_budget_schedule(self.budget_schedule, self.max_completion_length)
             fixed = sorted({"max_new_tokens", "max_tokens"} & set(self.generation_kwargs or {}))
@@ -338,6 +364,40 @@ class CountdownGRPOConfig(GRPOConfig):
         if self.top_entropy_quantile < 1.0:
             raise ValueError(f"skip_zero_advantage clashes with top_entropy_quantile={self.top_entropy_quantile}: "
                              "its entropy quantile is taken over every completion, skipped ones included")
+
+    def _refuse_dynamic_sampling_clashes(self) -> None:
+        """``dynamic_sampling`` drops groups: refused where a kept group's update would depend on the dropped ones."""
+        if not self.dynamic_sampling:
+            return
+        if self.dynamic_sampling_max_rounds < 1:
+            raise ValueError(f"dynamic_sampling_max_rounds must be >= 1 (1: no extra round), got "
+                             f"{self.dynamic_sampling_max_rounds}")
+        if self.dynamic_sampling_min_groups is not None and self.dynamic_sampling_min_groups < 1:
+            raise ValueError(f"dynamic_sampling_min_groups must be >= 1 (unset: every group of the batch), got "
+                             f"{self.dynamic_sampling_min_groups}")
+        if self.multi_objective_aggregation == "normalize_then_sum":
+            raise ValueError("dynamic_sampling needs per-group advantages, but multi_objective_aggregation "
+                             "'normalize_then_sum' scales them by the whole batch's std; use sum_then_normalize")
+        if self.scale_rewards == "batch":
+            raise ValueError("dynamic_sampling needs per-group advantages, but scale_rewards / std_normalization "
+                             "'batch' divides by the whole batch's std, dropped groups included; use group or none")
+        if self.beta != 0.0:
+            raise ValueError(f"dynamic_sampling needs beta 0 (got beta={self.beta}): a dropped group would still have "
+                             "carried a KL gradient, so dropping it changes the update")
+
+    def _refuse_dynamic_sampling_shapes(self) -> None:
+        """``dynamic_sampling``'s batch shapes: whole groups per process, a target the batch can hold."""
+        if not self.dynamic_sampling:
+            return
+        rows = self.per_device_train_batch_size * self.steps_per_generation
+        if rows % self.num_generations:
+            raise ValueError(f"dynamic_sampling keeps whole groups per process, but each process's rows "
+                             f"(per_device_train_batch_size x steps_per_generation = {rows}) are not a multiple of "
+                             f"num_generations={self.num_generations}, so a group is split across processes")
+        groups = self.generation_batch_size // self.num_generations
+        if (self.dynamic_sampling_min_groups or 0) > groups:
+            raise ValueError(f"dynamic_sampling_min_groups={self.dynamic_sampling_min_groups} is more than the "
+                             f"generation batch's {groups} groups (generation_batch_size / num_generations); lower it")
 
     def _refuse_group_clashes(self) -> None:
         """``group_micro_batches`` changes which rows share a micro-batch: refused where that changes the update."""

@@ -30,6 +30,11 @@ Our hooks call TRL for everything they do not change:
    :func:`prompt_once_default` decides by the measured rows) and it is exact (no active dropout, no router loss, no
    images); a chunk that shares no prompt runs TRL's plain pass on its own. Each chunk is counted (rows, distinct
    prompts, why plain) for the run record (:class:`LogProbPassRecord`).
+7. Dynamic sampling (``dynamic_sampling``, :mod:`countdown_rl.training.dynamic_sampling`): in training,
+   ``_generate_and_score_completions`` scores TRL's batch, then (while too few groups differ and the round cap allows)
+   batches of new prompts through the same call; each process keeps whole groups, differing ones first, joined and
+   re-padded, ``num_items_in_batch`` recounted over the kept rows. The decision is taken from gathered flags, so every
+   process runs the same rounds. Counts are logged per generation batch and kept in the run record.
 
 These hooks are private in TRL, so trl is pinned exactly and ``tests/training/test_trl_pin.py`` (every private
 TRL / transformers name the package touches, all of them under :mod:`countdown_rl.training`) plus the parity tests
@@ -52,7 +57,7 @@ from countdown_rl.evaluation.sharding import padded_shard  # noqa: F401  (its im
 from countdown_rl.runs.engine import enable_fsdp2_on_cpu
 from countdown_rl.runs.record import RunRecord, update_extra
 from countdown_rl.tasks import Outcome
-from countdown_rl.training import evaluation, rollouts, sampling, shared_prompt
+from countdown_rl.training import dynamic_sampling, evaluation, rollouts, sampling, shared_prompt
 from countdown_rl.training.config import HYBRID_LOSS_TYPES, CountdownGRPOConfig
 
 __all__ = ["PER_COMPLETION_KEYS", "PROMPT_ONCE_MEASURED", "CountdownGRPOConfig", "CountdownGRPOTrainer",
@@ -175,6 +180,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if self.use_vllm:  # vLLM's CPU backend needs its own weight sync (generation.vllm_sync); said once
             logger.info("vLLM weight sync: %s", rollouts.use_cpu_weight_sync(self.vllm_generation))
         self.add_callback(LogProbPassRecord(self))
+        self._round_correct: list[bool] | None = None  # the task's outcome per row of the last rollout (local)
+        if self.args.dynamic_sampling:
+            self._init_dynamic_sampling()
 
     @property
     def _compiled_generation(self):
@@ -249,6 +257,12 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self.vllm_generation.max_completion_length = budget
 
     def _generate_and_score_completions(self, inputs):
+        if self.args.dynamic_sampling and self.model.training:  # training only: the evaluation is TRL's
+            return self._dynamic_sampling_batch(inputs)
+        return self._score_rollouts(inputs)
+
+    def _score_rollouts(self, inputs):
+        """TRL's ``_generate_and_score_completions`` with our budget and advantages (module docstring, 1 and 4)."""
         budget = self.args.completion_budget(self.state.global_step)
         self._set_completion_budget(budget)
         if self.environment_factories is None:  # an environment's reset() gets the rows: leave them as they are
@@ -257,10 +271,7 @@ class CountdownGRPOTrainer(GRPOTrainer):
         output[BUDGET_COLUMN] = [budget] * len(inputs)  # a per-row list: split and shuffled with the rollout
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
-        rewards_per_func = self._gathered_rewards_per_func
-        weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
-        rewards = (rewards_per_func * weights).nansum(dim=1)
-        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable: out of the baseline
+        rewards = self._summed_rewards()
         if not self.args._own_advantages:  # TRL's advantages stand (config rule 3): logged as TRL gathered them
             advantages = torch.tensor(list(self._logs["advantages"])[-rewards.numel():])
             stats = grpo.advantage_stats(advantages, rewards.cpu(), group_size)
@@ -280,6 +291,101 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self._metrics[mode][f"advantages/{name}"].append(value)
         return output
 
+    def _summed_rewards(self) -> torch.Tensor:
+        """The weighted sum of the last rollout's gathered rewards per completion (NaN: unscorable)."""
+        rewards_per_func = self._gathered_rewards_per_func
+        weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
+        rewards = (rewards_per_func * weights).nansum(dim=1)
+        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable: out of the baseline
+        return rewards
+
+    # -- dynamic sampling (DAPO's group filter, training.dynamic_sampling) --------------------------------------
+    def _init_dynamic_sampling(self) -> None:
+        dataset = self.train_dataset
+        if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+            raise ValueError("dynamic_sampling draws extra prompts by index and needs a map-style train_dataset, "
+                             f"not {type(dataset).__name__}; load the dataset without streaming or unset it")
+        # the extra rounds' own order: seed + 1, so round 2 does not repeat TRL's first batch (seeded with seed)
+        self._prompt_draws = dynamic_sampling.PromptDraws(dataset, self.args.seed + 1,
+                                                          self.accelerator.num_processes,
+                                                          self.accelerator.process_index)
+        self._dynamic_totals = dict.fromkeys(("generation_batches", "rounds", "prompts_drawn", "groups_kept",
+                                              "short_batches"), 0)
+        self._dynamic_rule: str | None = None
+        self._dynamic_short_said = False
+        self.add_callback(dynamic_sampling.DynamicSamplingRecord(self))
+
+    @property
+    def dynamic_sampling_ran(self) -> dict:
+        """Dynamic sampling's settings and totals since the trainer was built, for the run record
+        (``extra["dynamic_sampling"]``): which rule judged the groups, the generation batches, rounds, prompts
+        drawn, differing groups kept and batches short of the target."""
+        args = self.args
+        rule = self._dynamic_rule or "not run yet"
+        return {"max_rounds": args.dynamic_sampling_max_rounds, "min_groups": args.dynamic_sampling_min_groups
+                or "all", "rule": rule, **self._dynamic_totals}
+
+    def _groups_differ(self, group_size: int) -> torch.Tensor:
+        """Per group of the last rollout (all processes, in order): the task's outcome differs (some but not all
+        correct) where the rows carry the task's columns, else the summed reward differs."""
+        if self._round_correct is not None:
+            self._dynamic_rule = "task outcome"
+            local = dynamic_sampling.outcome_groups_differ(self._round_correct, group_size)
+            return self.accelerator.gather(local.long().to(self.accelerator.device)).bool().cpu()
+        self._dynamic_rule = "summed reward"
+        return dynamic_sampling.reward_groups_differ(self._summed_rewards().cpu(), group_size)
+
+    def _dynamic_sampling_batch(self, inputs):
+        """Round 1 is TRL's generation batch; more rounds of new prompts are scored while too few groups differ and
+        the cap allows; each process keeps whole groups of its own, differing ones first (module
+        :mod:`countdown_rl.training.dynamic_sampling`)."""
+        args, size = self.args, self.num_generations
+        processes, rank = self.accelerator.num_processes, self.accelerator.process_index
+        groups, columns = len(inputs) // size, list(inputs[0])
+        target = args.dynamic_sampling_min_groups or groups * processes
+        outputs, differ, batch = [], [], inputs
+        while True:
+            self._round_correct = None
+            output = self._score_rollouts(batch)
+            given = sorted(MULTIMODAL_KEYS & output.keys())
+            if given:
+                raise ValueError(f"dynamic_sampling takes text-only rollouts, these carry {given[0]}; unset it")
+            outputs.append(output)
+            differ.append(self._groups_differ(size))
+            plan = dynamic_sampling.plan_groups(torch.stack(differ), processes, target)
+            if plan.full or len(outputs) >= args.dynamic_sampling_max_rounds:
+                break
+            batch = self._prompt_draws.next_round(groups, size, columns)
+        if len(outputs) > 1:  # the same on every process (gathered flags): the gather below runs on all
+            rows = [[] for _ in outputs]
+            for r, g in plan.kept[rank]:
+                rows[r] += range(g * size, (g + 1) * size)
+            processor = self.processing_class
+            pad_id = getattr(processor, "tokenizer", processor).pad_token_id
+            output = dynamic_sampling.join_rounds(outputs, rows, pad_id, self.pad_to_multiple_of)
+            mask = self._loss_mask(output)  # TRL's count: completion tokens (tool tokens out) of every process
+            output["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
+        self._log_dynamic_sampling(len(outputs), groups * processes, plan, target)
+        return output
+
+    def _log_dynamic_sampling(self, rounds: int, batch_groups: int, plan, target: int) -> None:
+        short = not plan.full
+        self._metrics["train"]["dynamic_sampling/prompts_drawn"].append(float(rounds * batch_groups))
+        self._metrics["train"]["dynamic_sampling/groups_kept"].append(float(plan.differing))
+        self._metrics["train"]["dynamic_sampling/rounds"].append(float(rounds))
+        self._metrics["train"]["dynamic_sampling/short"].append(float(short))
+        totals = self._dynamic_totals
+        for key, value in (("generation_batches", 1), ("rounds", rounds), ("prompts_drawn", rounds * batch_groups),
+                           ("groups_kept", plan.differing), ("short_batches", int(short))):
+            totals[key] += value
+        if short and not self._dynamic_short_said:
+            self._dynamic_short_said = True
+            logger.warning("dynamic_sampling: %d generation rounds (dynamic_sampling_max_rounds) found %d of the %d "
+                           "groups whose rewards differ that the batch should hold; the rest of the batch is groups "
+                           "scored all alike (advantage 0); raise dynamic_sampling_max_rounds or lower "
+                           "dynamic_sampling_min_groups (said once; dynamic_sampling/short logs each batch)",
+                           rounds, plan.differing, target)
+
     def _has_task_columns(self, columns) -> bool:
         return self.task is not None and set(self.task.columns) <= set(columns)
 
@@ -291,8 +397,10 @@ class CountdownGRPOTrainer(GRPOTrainer):
 
         # correct, partial, failed, tokens of correct, tokens of incorrect: counted in Python, one tensor to gather
         counts = [0, 0, 0, 0, 0]
+        self._round_correct = []
         for example, completion, ids in zip(inputs, completions, completion_ids_list, strict=True):
             outcome = self.task.judge(completion_text(completion), example).outcome
+            self._round_correct.append(outcome == Outcome.CORRECT)
             counts[{Outcome.CORRECT: 0, Outcome.PARTIAL: 1, Outcome.FAILED: 2}[outcome]] += 1
             counts[3 if outcome == Outcome.CORRECT else 4] += len(ids)
         counts = torch.tensor([counts], dtype=torch.float64, device=self.accelerator.device)
