@@ -4,15 +4,21 @@ cap hit fills the batch and says so once; gradient accumulation and the task's o
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from trl import GRPOConfig, GRPOTrainer
 
 from countdown_rl.runs.record import RunRecord, read_run_record, write_run_record
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
+from tests.helpers.env import ROOT, crash_report
 from tests.helpers.trainers import TINY_ARGS, GradientRecorder, puzzle_rows, tiny_trainer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -234,3 +240,38 @@ def test_with_a_task_the_groups_are_judged_by_their_outcome(tiny_model_dir, tmp_
     assert _logged(trainer, "dynamic_sampling/groups_kept") == [kept]
     assert _logged(trainer, "outcomes/correct") == [len(half_correct) * 2 / 8]
     assert trainer.dynamic_sampling_ran["rule"] == "task outcome"
+
+
+def test_the_keys_come_from_a_recipe_and_bad_ones_are_refused_before_a_model_loads():
+    from countdown_rl.training.recipe import recipe_from_keys
+
+    keys = {"output_dir": "/tmp/unused", "report_to": "none", "use_cpu": True, "bf16": False,
+            "per_device_train_batch_size": 8, "num_generations": 4, "dynamic_sampling": True}
+    _, training, _ = recipe_from_keys({**keys, "dynamic_sampling_max_rounds": 3, "dynamic_sampling_min_groups": 1})
+    assert (training.dynamic_sampling, training.dynamic_sampling_max_rounds, training.dynamic_sampling_min_groups) == (
+        True, 3, 1)
+    with pytest.raises(ValueError, match=r"^dynamic_sampling_max_rounds must be >= 1 \(1: no extra round\), got 0$"):
+        recipe_from_keys({**keys, "dynamic_sampling_max_rounds": 0})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (Path(sys.executable).parent / "torchrun").exists(), reason="torchrun not installed")
+def test_two_processes_run_the_same_rounds_and_keep_their_own_groups(tiny_model_dir, tmp_path):
+    """Two processes over gloo (torchrun), one group each, TRL's vLLM path (stand-in backend), two steps: both run the
+    same rounds, each draws its own share of a round's prompts and keeps whole groups of its own."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [str(Path(sys.executable).parent / "torchrun"), "--nproc_per_node", "2", "--master_port", "29541",
+           str(ROOT / "tests" / "helpers" / "dynamic_sampling_run.py"), str(tiny_model_dir), str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, crash_report(proc.stderr)
+    ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0]["ran"] == ranks[1]["ran"] and ranks[0]["ran"]["generation_batches"] == 2
+    assert ranks[0]["ran"]["rounds"] > 2  # some batch needed an extra round (round 1 is puzzles 1 and 2)
+    for one, two in zip(ranks[0]["batches"], ranks[1]["batches"], strict=True):
+        assert len(one["rounds"]) == len(two["rounds"])
+        for mine, theirs in zip(one["rounds"], two["rounds"]):
+            assert len(mine) == len(theirs) == 1 and mine != theirs  # disjoint shares of each round
+        for rank in (one, two):
+            assert rank["rows"] == G and rank["kept"][0] in [p for r in rank["rounds"] for p in r]
+    kept = sum(p in DIFFER for rank in ranks for batch in rank["batches"] for p in batch["kept"])
+    assert kept == ranks[0]["ran"]["groups_kept"]
