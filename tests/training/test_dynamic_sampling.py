@@ -275,3 +275,15 @@ def test_two_processes_run_the_same_rounds_and_keep_their_own_groups(tiny_model_
             assert rank["rows"] == G and rank["kept"][0] in [p for r in rank["rounds"] for p in r]
     kept = sum(p in DIFFER for rank in ranks for batch in rank["batches"] for p in batch["kept"])
     assert kept == ranks[0]["ran"]["groups_kept"]
+
+
+@pytest.mark.slow
+def test_the_compiled_backend_generates_every_round(tiny_model_dir, tmp_path):
+    """generation_backend compiled (torch.compile'd decoding, ~40 s to compile here): the extra rounds generate
+    through it too and the step keeps the differing groups."""
+    trainer = tiny_trainer(tiny_model_dir, tmp_path, reward=split_reward, task=None, train_dataset=puzzle_rows(16),
+                           shuffle_dataset=False, max_steps=1, dynamic_sampling=True, generation_backend="compiled")
+    drawn, batches = _spy(trainer)
+    trainer.train()
+    assert trainer.rollouts == "compiled" and len(drawn) >= 2
+    assert set(_batch_puzzles(trainer, batches[0])) <= DIFFER
