@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                    f"checked, then the solution; longer) (default {d.trace})")
     p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"], help=f"RL steps (default {d.max_steps})")
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
+    p.add_argument("--pass_k", type=int,
+                   help=f"samples a held-out puzzle at temperature {d.pass_temperature:g} for the SFT and RL models' "
+                   f"pass@1 and pass@k (default {d.pass_k}; 4 with --quick, 0 with --model_name_or_path; 0: none)")
     p.add_argument("--sampling", choices=SAMPLINGS, default=d.puzzles.sampling,
                    help="the puzzles: 'balanced' (no target-blind template, e.g. adding the numbers, solves more than "
                    "6%%) or 'expression' (a random expression's value, as in the public Countdown data; a fixed sum or "
@@ -117,6 +120,10 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         overrides["puzzles"] = replace(overrides["puzzles"], num_eval=args.num_eval)
     if args.num_threads is not None:
         overrides["num_threads"] = args.num_threads
+    if args.pass_k is not None:
+        if args.pass_k < 0 or args.pass_k == 1:
+            raise ValueError(f"--pass_k must be 0 (no sampled evaluation) or at least 2, got {args.pass_k}")
+        overrides["pass_k"] = args.pass_k
     for key in ("sft_steps", "max_steps", "num_threads"):
         if overrides.get(key, 1) <= 0:
             raise ValueError(f"--{key} must be positive")

@@ -39,6 +39,7 @@ from typing import Any
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.demo.stages import (
     RESULTS_FILE,
+    TOKEN_HEADERS,
     DemoConfig,
     PuzzleSpec,
     beyond_header,
@@ -61,6 +62,7 @@ from countdown_rl.demo.stages import (
     sft_precision,
     sft_warmup_on_traces,
     stage_done,
+    token_cells,
     train_rl,
 )
 from countdown_rl.evaluation.eval_files import EVAL_JSON
@@ -95,8 +97,9 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     it runs on a CPU without bf16 kernels, :func:`countdown_rl.demo.stages.placed` turns it off (and says so).
     """
     # The chat prompt, temperature 0.7 under bf16 autocast, truncated completions masked, zero-advantage ones skipped.
+    # No sampled evaluation (pass_k 0): 16 samples of 300 puzzles would take SmolLM2 longer on a CPU than its RL stage.
     common = {"model_name_or_path": model, "prompt_template": "chat", "temperature": 0.7, "bf16": True,
-              "mask_truncated_completions": True, "skip_zero_advantage": True}
+              "mask_truncated_completions": True, "skip_zero_advantage": True, "pass_k": 0}
     if quick:
         base = DemoConfig(
             **common, puzzles=PuzzleSpec(num_sft=32, num_rl=16, num_eval=8),
@@ -241,10 +244,10 @@ class _Evaluator:
 
 
 def _row(label: str, result, blind: dict[str, Any] | None, seconds: float | None) -> list[str]:
-    from countdown_rl.files import format_number, format_percent
+    from countdown_rl.files import format_percent
 
     return [label, format_percent(result.accuracy), f"{result.correct} / {result.partial} / {result.failed}",
-            beyond_rule(blind, result.max_tokens), format_number(result.mean_tokens),
+            beyond_rule(blind, result.max_tokens), *token_cells(result),
             "—" if seconds is None else f"{seconds / 60:.1f} min"]
 
 
@@ -374,9 +377,8 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
     held_out = [results[0][0] for results in (base_results, sft_results, final_results)]
     blinds = [blind_rule_of(d) for d in (out / BASE_EVAL_DIR, out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR)]
     table = render_markdown_table(
-        ["model", "accuracy", "correct / partial / failed", beyond_header(blinds[0]), "mean completion tokens",
-         "stage time"],
-        blind_row(blinds[0], 6) + [_row(label, result, blind, s) for label, result, blind, s
+        ["model", "accuracy", "correct / partial / failed", beyond_header(blinds[0]), *TOKEN_HEADERS, "stage time"],
+        blind_row(blinds[0], 7) + [_row(label, result, blind, s) for label, result, blind, s
                                    in zip(labels, held_out, blinds, seconds, strict=True)])
     transfer_table = None
     if len(base_results) > 1:

@@ -264,6 +264,12 @@ def _read_results(run: SeedRun) -> dict[str, Any]:
         raise ValueError(f"{path}: not a demo_results.json (missing key {err})") from None
     row["above_rule_points"] = (None if row["rule_accuracy"] is None
                                 else 100 * (row["trained_accuracy"] - row["rule_accuracy"]))
+    # pass@1 and pass@k of the sampled evaluations (None: the run had none)
+    before, after = data.get("sft_sampled"), data.get("trained_sampled")
+    row["pass_k"] = before["num_samples"] if before and after else None
+    for name, sampled in (("sft", before), ("trained", after)):
+        for k in (1, row["pass_k"]):
+            row[f"{name}_pass@{'k' if k != 1 else 1}"] = None if k is None else sampled["pass_at_k"][str(k)]
     return row
 
 
@@ -306,6 +312,9 @@ def combine(runs: Sequence[SeedRun]) -> dict[str, Any]:
             "significant": sum(row["p_value"] < SIGNIFICANCE for row in mine),
             "above_rule_points": (spread([row["above_rule_points"] for row in mine])
                                   if all(row["above_rule_points"] is not None for row in mine) else None),
+            # pass@k after RL - after SFT (RL narrowing the model's samples shows as a negative change)
+            "pass_k_change_points": (spread([100 * (row["trained_pass@k"] - row["sft_pass@k"]) for row in mine])
+                                     if all(row["pass_k"] for row in mine) else None),
         }
     return {"runs": rows, "missing": missing, "summary": summary, "table": combined_table(rows, summary)}
 
@@ -315,22 +324,32 @@ def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapp
     def pct(value):
         return "—" if value is None else f"{100 * value:.1f}%"
 
+    def passes(row):
+        if not row.get("pass_k"):
+            return "—"
+        return (f"{pct(row['sft_pass@1'])} / {pct(row['sft_pass@k'])} -> "
+                f"{pct(row['trained_pass@1'])} / {pct(row['trained_pass@k'])}")
+
     table = []
     for row in rows:
         rule = "—" if row["rule"] is None else f"{pct(row['rule_accuracy'])} ({row['rule']})"
         above = "—" if row["above_rule_points"] is None else f"{row['above_rule_points']:+.1f}"
         table.append([str(row["seed"]), display_name(row["algorithm"]), str(row["puzzles"]), rule,
                       pct(row["sft_accuracy"]), pct(row["trained_accuracy"]), f"{row['gain_points']:+.1f}",
-                      f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above])
+                      f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above, passes(row)])
     for algorithm, s in summary.items():
         above = "—" if s["above_rule_points"] is None else _spread_cell(s["above_rule_points"], signed=True)
+        change = s.get("pass_k_change_points")
         table.append([f"mean of {len(s['seeds'])}", display_name(algorithm), "", "",
                       _spread_cell(s["sft_accuracy_pct"], "%"), _spread_cell(s["trained_accuracy_pct"], "%"),
                       _spread_cell(s["gain_points"], signed=True),
-                      f"{s['significant']} of {len(s['seeds'])} below {SIGNIFICANCE}", above])
+                      f"{s['significant']} of {len(s['seeds'])} below {SIGNIFICANCE}", above,
+                      "—" if change is None else f"pass@k {_spread_cell(change, signed=True)} points"])
+    ks = sorted({row["pass_k"] for row in rows if row.get("pass_k")})
     return render_markdown_table(
         ["seed", "algorithm", "held-out puzzles", "best target-blind rule", "after SFT", "after RL",
-         "RL - SFT, points", "McNemar p (only RL / only SFT)", "after RL - rule, points"], table)
+         "RL - SFT, points", "McNemar p (only RL / only SFT)", "after RL - rule, points",
+         f"pass@1 / pass@{'/'.join(map(str, ks)) or 'k'}, SFT -> RL (sampled)"], table)
 
 
 def write_combined(output_dir: str | Path, combined: Mapping[str, Any]) -> Path:

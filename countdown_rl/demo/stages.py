@@ -12,7 +12,8 @@
    trace that a tight budget cuts). It is stopped early on purpose: the model has the format and some
    arithmetic but is often wrong, which leaves RL something to fix. Saved to ``sft/``.
 4. Zero-shot evaluation of the SFT model: greedy, at ``max_completion_length``, on the held-out puzzles ->
-   ``zero_shot/`` (eval.json, eval.md, samples.jsonl).
+   ``zero_shot/`` (eval.json, eval.md, samples.jsonl); then ``pass_k`` (16) samples a puzzle at temperature 1.0 ->
+   ``zero_shot_sampled/`` (pass@1 and pass@16: whether RL sharpens the model or narrows it).
 5. RL: a ``countdown-rl train`` recipe (:func:`rl_recipe`) run by the one pipeline
    (:func:`countdown_rl.training.pipeline.run_recipe`): ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with
    ``--algorithm dr_grpo``) with the ``countdown`` reward (1.0 correct / 0.1 answer tag / 0.0), 500 steps of 4
@@ -20,8 +21,8 @@
    written to ``<algorithm>/data/train.jsonl`` (the held-out ones to ``test.jsonl``; the recipe to
    ``<algorithm>/recipe.yaml``). The run directory is ``<output_dir>/<algorithm>``; checkpoints every
    ``save_steps`` make it resumable (``--resume``).
-6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/``; the zero-shot files are copied
-   to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
+6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/`` (and sampled ->
+   ``<algorithm>/eval_sampled/``); the zero-shot files are copied to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
    ``countdown-rl report <output_dir>/<algorithm>`` works. A before/after table is printed and
    ``<algorithm>/demo_results.json`` written (in the run's folder: a second algorithm leaves the first's), with
    the exact McNemar test of RL against SFT on the same puzzles and the best target-blind rule's row.
@@ -64,6 +65,8 @@ DEMO_SOURCE = PROG  # the run record's source: a run directory this command may 
 RESULTS_FILE = "demo_results.json"
 RL_DATA_DIR = "data"  # in the RL run's folder: the RL puzzles (train.jsonl) and the held-out ones (test.jsonl)
 RECIPE_FILE = "recipe.yaml"  # in the RL run's folder: the recipe it ran, for countdown-rl train --config
+# the sampled evaluations (pass@k): the SFT model's in <output_dir>, the RL model's in its run folder
+ZERO_SHOT_SAMPLED_DIR, FINAL_SAMPLED_DIR = "zero_shot_sampled", "eval_sampled"
 TRACES = ("solver", "search")  # SFT completions: puzzles.solver_trace or puzzles.search_trace
 
 
@@ -152,6 +155,10 @@ class DemoConfig:
     save_steps: int = 50
     eval_steps: int = 50  # in-training greedy eval of `in_training_eval` held-out puzzles (report curve)
     in_training_eval: int = 100
+    # pass@1 / pass@k of the SFT and RL models: pass_k samples a held-out puzzle at pass_temperature (0: not run),
+    # so the table shows whether RL sharpened the model (pass@1 up) or narrowed it (pass@k down)
+    pass_k: int = 16
+    pass_temperature: float = 1.0
     # Evaluation and machine
     eval_batch_size: int = 150
     num_threads: int = 2
@@ -197,6 +204,7 @@ def quick_config(**overrides: Any) -> DemoConfig:
         eval_steps=2,
         in_training_eval=16,
         eval_batch_size=32,
+        pass_k=4,
         quick=True,
     )
     return replace(base, **overrides)
@@ -419,8 +427,12 @@ def evaluate_stage(
     template: str = "r1_zero",
     backend: str = "transformers",
     device: str = "cpu",
+    temperature: float = 0.0,
+    num_samples: int = 1,
+    seed: int = 0,
 ) -> list:
-    """Greedy strict-Countdown evaluation at each budget (one generation at the largest, cut to each); writes
+    """Strict-Countdown evaluation at each budget (one generation at the largest, cut to each), greedy unless
+    ``temperature`` > 0 (``num_samples`` a puzzle, seeded by ``seed``: pass@k); writes
     eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
     ``tokenizer``, a saved model folder (``tokenizer`` None; loaded onto ``device``), or with ``backend="vllm"`` a
     ``vllm.LLM``.
@@ -436,12 +448,14 @@ def evaluate_stage(
         model = load_causal_lm(model).to(device)
     scored = evaluate_budgets(
         model, tokenizer, list(puzzles), budgets=budgets, task="countdown", template=template,
-        batch_size=batch_size, temperature=0.0, show_progress=show_progress, backend=backend,
+        batch_size=batch_size, temperature=temperature, num_samples=num_samples, seed=seed,
+        show_progress=show_progress, backend=backend,
     )
     results = [result for result, _ in scored]
     if out_dir is not None:
         full_meta = eval_meta(**{"task": "countdown", "template": template, "num_rows": len(puzzles),
-                                 "backend": backend, **(meta or {})})
+                                 "backend": backend, "temperature": temperature, "num_samples": num_samples,
+                                 **({"seed": seed} if num_samples > 1 or temperature > 0 else {}), **(meta or {})})
         write_eval_outputs(out_dir, results, {r.max_tokens: rows for r, rows in scored}, full_meta)
     return results
 
@@ -623,21 +637,63 @@ def beyond_header(blind: Mapping[str, Any] | None) -> str:
     return f"correct of the {others} the rule misses"
 
 
+# The length columns: the Dr.GRPO paper's length-bias signature (GRPO's per-sequence mean lets wrong answers grow
+# longer) is read from the mean length of the correct and of the incorrect completions, before and after RL.
+TOKEN_HEADERS = ("mean completion tokens", "tokens: correct / incorrect")
+
+
+def token_cells(result) -> list[str]:
+    """The :data:`TOKEN_HEADERS` cells of a ``BudgetResult``: the mean completion length over all completions, then
+    over the correct and over the incorrect ones (``—`` where there are none).
+
+    >>> from types import SimpleNamespace
+    >>> token_cells(SimpleNamespace(mean_tokens=20.25, mean_tokens_correct=14.0, mean_tokens_incorrect=None))
+    ['20.2', '14.0 / —']
+    """
+    from countdown_rl.files import format_number
+
+    return [format_number(result.mean_tokens),
+            f"{format_number(result.mean_tokens_correct)} / {format_number(result.mean_tokens_incorrect)}"]
+
+
+def pass_header(sampled) -> list[str]:
+    """The pass@k column's header for a sampled ``BudgetResult`` (none when there is none)."""
+    if sampled is None:
+        return []
+    return [f"pass@1 / pass@{sampled.num_samples} (sampled)"]
+
+
+def pass_cell(sampled) -> list[str]:
+    """``pass@1 / pass@k`` of a sampled ``BudgetResult`` (none when there is none).
+
+    >>> from types import SimpleNamespace
+    >>> pass_cell(SimpleNamespace(num_samples=16, pass_at_k={1: 0.139, 2: 0.2, 16: 0.717}))
+    ['13.9% / 71.7%']
+    """
+    from countdown_rl.files import format_percent
+
+    if sampled is None:
+        return []
+    return [f"{format_percent(sampled.pass_at_k[1])} / {format_percent(sampled.pass_at_k[sampled.num_samples])}"]
+
+
 def results_table(before, after, algorithm: str, max_steps: int, blind: Mapping[str, Any] | None = None,
-                  blind_after: Mapping[str, Any] | None = None) -> str:
+                  blind_after: Mapping[str, Any] | None = None, sampled: Sequence[Any] = (None, None)) -> str:
     """The before/after Markdown table printed at the end (and stored in demo_results.json), under the best
-    target-blind rule on the same puzzles (``blind`` and ``blind_after``: the two evaluations' ``blind_rule``)."""
-    from countdown_rl.files import format_number, format_percent, render_markdown_table
+    target-blind rule on the same puzzles (``blind`` and ``blind_after``: the two evaluations' ``blind_rule``);
+    ``sampled``: the two models' sampled evaluations (pass@k), or None."""
+    from countdown_rl.files import format_percent, render_markdown_table
 
     name = display_name(algorithm)
-    rows = blind_row(blind, 5) + [
+    headers = ["model", "accuracy", "correct / partial / failed", beyond_header(blind), *TOKEN_HEADERS,
+               *pass_header(sampled[0])]
+    rows = blind_row(blind, len(headers)) + [
         [label, format_percent(r.accuracy), f"{r.correct} / {r.partial} / {r.failed}",
-         beyond_rule(split, r.max_tokens), format_number(r.mean_tokens)]
-        for label, r, split in ((f"SFT warm-up (before {name})", before, blind),
-                                (f"after {name} ({max_steps} steps)", after, blind_after))
+         beyond_rule(split, r.max_tokens), *token_cells(r), *pass_cell(sample)]
+        for label, r, split, sample in ((f"SFT warm-up (before {name})", before, blind, sampled[0]),
+                                        (f"after {name} ({max_steps} steps)", after, blind_after, sampled[1]))
     ]
-    return render_markdown_table(["model", "accuracy", "correct / partial / failed", beyond_header(blind),
-                                  "mean completion tokens"], rows)
+    return render_markdown_table(headers, rows)
 
 
 @dataclass
@@ -723,6 +779,29 @@ def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int])
                           device=device_of(config))
 
 
+def sampled_evaluation(config: DemoConfig, model, tokenizer, puzzles: Sequence[Mapping[str, Any]], out_dir: Path,
+                       meta: Mapping[str, Any]):
+    """``config.pass_k`` samples a puzzle at ``config.pass_temperature`` (seeded by ``config.seed``) at
+    ``max_completion_length`` -> ``out_dir``; the ``BudgetResult`` (its ``pass_at_k``), None when ``pass_k`` is 0.
+    With ``config.resume`` an evaluation in ``out_dir`` with the same ``meta`` and settings is read back instead."""
+    from countdown_rl.evaluation.eval_files import read_eval
+
+    if not config.pass_k:
+        return None
+    settings = {"temperature": config.pass_temperature, "num_samples": config.pass_k, "seed": config.seed}
+    previous = read_json_or_none(out_dir / EVAL_JSON)
+    if (config.resume and isinstance(previous, dict)
+            and {key: previous.get("meta", {}).get(key) for key in [*meta, *settings]} == {**meta, **settings}):
+        print_header(f"sampled evaluation: reusing {out_dir}")
+        return read_eval(out_dir)["results"][0]
+    print_header(f"sampled evaluation: {config.pass_k} samples a puzzle at temperature {config.pass_temperature:g} "
+                 f"(pass@1, pass@{config.pass_k}) -> {out_dir}")
+    [result] = evaluate_stage(model, tokenizer, puzzles, budgets=[config.max_completion_length], out_dir=out_dir,
+                              meta=meta, batch_size=config.eval_batch_size, show_progress=not config.quick,
+                              device=device_of(config), **settings)
+    return result
+
+
 def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
              run_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config.algorithm`` at ``config.max_completion_length`` (or its ``budget_schedule``) from the SFT model into
@@ -759,6 +838,9 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
             batch_size=config.eval_batch_size, show_progress=not config.quick,
         )
         shutil.copytree(Path(config.output_dir) / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
+        trained["sampled"] = sampled_evaluation(
+            config, run.model, run.trainer.processing_class, puzzles["eval"], run_dir / FINAL_SAMPLED_DIR,
+            {"model": str(run_dir), "stage": "final_sampled", "algorithm": config.algorithm})
         return trained["result"]
 
     # the final evaluation, then the model card (which shows it) and the status: run_recipe's last steps
@@ -774,6 +856,9 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     if config.trace not in TRACES or not 0 <= config.min_failed <= config.max_failed:
         raise ValueError(f"trace must be one of {TRACES} and 0 <= min_failed <= max_failed, got trace="
                          f"{config.trace!r}, min_failed={config.min_failed}, max_failed={config.max_failed}")
+    if config.pass_k < 0 or config.pass_k == 1 or (config.pass_k and config.pass_temperature <= 0):
+        raise ValueError(f"pass_k must be 0 (no sampled evaluation) or >= 2 samples at a pass_temperature > 0, got "
+                         f"pass_k={config.pass_k}, pass_temperature={config.pass_temperature}")
     out = Path(config.output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output_dir {out} exists and is not a folder")
@@ -793,6 +878,10 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     t = time.time()
     [before] = zero_shot_stage(config, warm, [budget])
     print(f"SFT accuracy {100 * before.accuracy:.1f}%")
+    before_sampled = sampled_evaluation(config, str(warm.sft_dir), None, warm.puzzles["eval"],
+                                        out / ZERO_SHOT_SAMPLED_DIR, {"model": str(warm.sft_dir),
+                                                                      "stage": "zero_shot_sampled",
+                                                                      "demo_stage": warm.record})
     timings["zero_shot_eval_s"] = time.time() - t
     t = time.time()
     trained = rl_stage(config, warm, run_dir, run_info={"placement": placement})
@@ -801,7 +890,8 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     timings["total_s"] = time.time() - started
     puzzles, sft_dir, zero_dir = warm.puzzles, warm.sft_dir, out / ZERO_SHOT_DIR
     blind, blind_after = blind_rule_of(zero_dir), blind_rule_of(run_dir / FINAL_EVAL_DIR)
-    table = results_table(before, after, config.algorithm, trained["global_step"], blind, blind_after)
+    sampled = (before_sampled, trained.get("sampled"))
+    table = results_table(before, after, config.algorithm, trained["global_step"], blind, blind_after, sampled)
     paired = paired_test(zero_dir, run_dir / FINAL_EVAL_DIR, budget)
     results = {
         "command": PROG,
@@ -813,6 +903,9 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "trained": after.to_dict(),
         "gain_points": 100 * (after.accuracy - before.accuracy),
         "paired_test": paired,
+        # pass@1 / pass@k at pass_temperature (None: pass_k 0)
+        "sft_sampled": None if sampled[0] is None else sampled[0].to_dict(),
+        "trained_sampled": None if sampled[1] is None else sampled[1].to_dict(),
         "blind_rule": blind_rule_by_model({"sft": blind, "trained": blind_after}),
         "global_step": trained["global_step"],
         "resumed_from": trained["resumed_from"],

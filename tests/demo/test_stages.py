@@ -55,6 +55,8 @@ def test_quick_demo_writes_every_file(quick_runs):
         out / "sft" / "model.safetensors", out / "sft" / "run_info.json",
         *(out / "zero_shot" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
         *(run / "eval" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
+        *(folder / name for folder in (out / demo.ZERO_SHOT_SAMPLED_DIR, run / demo.FINAL_SAMPLED_DIR)
+          for name in ("eval.json", "samples.jsonl")),
         run / "zero_shot" / "eval.json", run / "run_info.json", run / "trainer_state.json",
         run / "model.safetensors", run / "checkpoint-2" / "trainer_state.json", run / demo.RESULTS_FILE,
     ]:
@@ -173,6 +175,22 @@ def test_table_and_results_match_the_eval_files(quick_runs):
         assert row[3] == str(blind["by_budget"][budget]["correct_on_rest"])
         assert blind["by_budget"][budget]["correct_on_solved"] + int(row[3]) == expected["correct"]
         assert row[4] == format_number(expected["mean_tokens"])
+        assert row[5] == (f"{format_number(expected['mean_tokens_correct'])} / "
+                          f"{format_number(expected['mean_tokens_incorrect'])}")
+    # pass@1 / pass@k of the sampled evaluations: quick_config's pass_k samples a puzzle at temperature 1.0
+    k = demo.quick_config().pass_k
+    folders = {"sft_sampled": out / demo.ZERO_SHOT_SAMPLED_DIR, "trained_sampled": out / "grpo" / demo.FINAL_SAMPLED_DIR}
+    for row, (key, folder) in zip((before, after), folders.items()):
+        evaluation = json.loads((folder / "eval.json").read_text())
+        assert evaluation["meta"]["num_samples"] == k and evaluation["meta"]["temperature"] == 1.0
+        [result] = evaluation["results"]
+        assert result["num_rows"] == demo.quick_config().puzzles.num_eval and first[key] == result
+        assert row[6] == f"{format_percent(result['pass_at_k']['1'])} / {format_percent(result['pass_at_k'][str(k)])}"
+        rows = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
+        # pass@k from the samples themselves: a puzzle counts if any of its k samples is correct
+        solved = {(tuple(r["nums"]), r["target"]) for r in rows if r["outcome"] == "correct"}
+        assert len(rows) == k * result["num_rows"]
+        assert result["pass_at_k"][str(k)] == pytest.approx(len(solved) / result["num_rows"])
     # The best target-blind rule on the same puzzles heads the table; both evaluations saw the same puzzles.
     assert blinds[0]["rule"] == blinds[1]["rule"]
     assert first["blind_rule"] == {**{k: v for k, v in blinds[0].items() if k != "by_budget"},
@@ -200,6 +218,7 @@ def test_resume_continues_from_the_newest_checkpoint(quick_runs):
     assert Path(results["resumed_from"]).name == "checkpoint-2"
     assert results["global_step"] == 4
     assert "reusing" in stdout  # the finished SFT stage is not trained again
+    assert f"sampled evaluation: reusing {out / demo.ZERO_SHOT_SAMPLED_DIR}" in stdout  # nor its pass@k sampled
     state = json.loads((out / "grpo" / "trainer_state.json").read_text())
     assert state["global_step"] == 4
     # Steps 1-2 come from the checkpoint's history, 3-4 from the resumed run: one log entry each.
