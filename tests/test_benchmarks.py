@@ -18,6 +18,8 @@
   record saying what ran.
 * ``benchmarks/demo_rl_stage.py --quick`` on the tiny Qwen3 folder: the real-model demo's RL stage both ways, the
   rows and the minutes saved from the runs' own records.
+* ``benchmarks/dynamic_sampling.py --quick``: the demo's RL stage without and with dynamic sampling for the same
+  training time, the table's counts the runs' own logged ones.
 * ``benchmarks/gpu_transport.py split`` / ``join``: a file in checked parts and back, a changed or missing part refused.
 * ``benchmarks/gpu_study.py --quick``: both parts of the GPU study on the CPU, the tables, the goal's verdict and a
   ``skipped:`` line for what it cannot do here.
@@ -377,6 +379,29 @@ def test_demo_rl_stage_times_both_passes_from_one_sft_model(tiny_model_dir, tmp_
         assert record["extra"]["log_prob_pass"] == said
     assert (out / "sft" / "model.safetensors").exists()
     assert re.search(r"RL stage off / on: \d+\.\d\dx; minutes saved: -?\d+\.\d of \d+\.\d", stdout)
+
+
+@pytest.mark.slow  # dynamic sampling's counts and its equality with a stock step: tests/training/test_dynamic_sampling.py
+def test_dynamic_sampling_runs_without_then_with_for_the_same_training_time(tmp_path):
+    out = tmp_path / "bench"
+    stdout = _run("dynamic_sampling.py", "--quick", "--out", str(out), "--max_rounds", "3", timeout=400)
+    header, rows = _table(stdout)
+    cells = {row[0]: dict(zip(header, row)) for row in rows}
+    assert list(cells) == ["without", "with"]
+    for name, rounds in (("without", 1), ("with", 3)):
+        history = json.loads((out / f"rl-{name}" / "trainer_state.json").read_text())["log_history"]
+        steps = [entry for entry in history if "dynamic_sampling/rounds" in entry]
+        record = json.loads((out / f"rl-{name}" / "run_info.json").read_text())
+        assert record["recipe"]["dynamic_sampling_max_rounds"] == rounds
+        # the table's counts are the run's own logged ones, a step's rounds within the run's cap
+        assert cells[name]["RL steps"] == str(len(steps)) and all(1 <= e["dynamic_sampling/rounds"] <= rounds
+                                                                  for e in steps)
+        mean_rounds = sum(e["dynamic_sampling/rounds"] for e in steps) / len(steps)
+        assert cells[name]["generation rounds a step"] == f"{mean_rounds:.2f}"
+        accuracy = json.loads((out / f"rl-{name}" / "eval" / "eval.json").read_text())["results"][0]["accuracy"]
+        assert cells[name]["held-out accuracy"] == f"{100 * accuracy:.1f}%"
+    assert cells["without"]["prompts drawn a step"] == "4.0"  # one round of the quick demo's 4 prompts
+    assert re.search(r"after the same training time \(\d+ s\): groups with a gradient with / without ", stdout)
 
 
 def test_gpu_transport_splits_and_joins_a_file_checked_part_by_part(tmp_path):

@@ -150,6 +150,10 @@ class DemoConfig:
     # CountdownGRPOConfig.skip_zero_advantage: the groups scored all alike skip the loss's forward and backward
     # (the same update; needs beta 0); on by default: most of the tiny model's groups score alike
     skip_zero_advantage: bool = True
+    # CountdownGRPOConfig.dynamic_sampling (DAPO's group filter): more prompts drawn, up to dynamic_sampling_max_rounds
+    # generation rounds a step, until the step's groups all hold some correct and some wrong completions
+    dynamic_sampling: bool = False
+    dynamic_sampling_max_rounds: int = 4
     # ((start_step, budget), ...): a completion-budget curriculum whose largest budget is max_completion_length
     budget_schedule: tuple[tuple[int, int], ...] | None = None
     save_steps: int = 50
@@ -497,6 +501,8 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
         "temperature": config.temperature, "beta": config.beta,
         "mask_truncated_completions": config.mask_truncated_completions,
         "skip_zero_advantage": config.skip_zero_advantage,
+        **({"dynamic_sampling": True, "dynamic_sampling_max_rounds": config.dynamic_sampling_max_rounds}
+           if config.dynamic_sampling else {}),
         "learning_rate": config.grpo_learning_rate, "lr_scheduler_type": "constant_with_warmup", "warmup_steps": 0,
         "weight_decay": 0.0, "max_grad_norm": 1.0, "logging_steps": 1,
         "save_strategy": "steps", "save_steps": config.save_steps, "save_total_limit": 2,
@@ -517,15 +523,15 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
 
 def train_rl(recipe: Mapping[str, Any], train_puzzles: Sequence[Mapping[str, Any]],
              eval_puzzles: Sequence[Mapping[str, Any]], *, record: RunRecord,
-             final_evaluation: Any = None, show_progress: bool = True):
+             final_evaluation: Any = None, show_progress: bool = True, callbacks: Sequence[Any] = ()):
     """Run :func:`rl_recipe`'s recipe as ``countdown-rl train`` runs one
     (:func:`countdown_rl.training.pipeline.run_recipe`), on these puzzles; returns its ``RecipeRun``.
 
     The recipe is checked and the run directory claimed first (the output-directory guard: a resume must match the
     saved recipe, and starts from the newest complete checkpoint, an incomplete one skipped with a warning); then
     the puzzles and ``recipe.yaml`` are written into the run directory, and the recipe runs. ``record`` describes the
-    run in ``run_info.json``; ``final_evaluation`` replaces the trainer's (see ``run_recipe``). A signal (checkpoint
-    saved) or a non-finite step raises :class:`RunStopped`.
+    run in ``run_info.json``; ``final_evaluation`` replaces the trainer's (see ``run_recipe``); ``callbacks`` join the
+    trainer's. A signal (checkpoint saved) or a non-finite step raises :class:`RunStopped`.
     """
     import yaml
 
@@ -542,8 +548,9 @@ def train_rl(recipe: Mapping[str, Any], train_puzzles: Sequence[Mapping[str, Any
     (Path(training_args.output_dir) / RECIPE_FILE).write_text(yaml.safe_dump(dict(recipe), sort_keys=False),
                                                                encoding="utf-8")
     steps = training_args.max_steps
+    progress = [progress_callback(max(1, steps // 10))] if show_progress else []
     run = run_recipe(script_args, training_args, model_args, planned, record=record, final_evaluation=final_evaluation,
-                     callbacks=[progress_callback(max(1, steps // 10))] if show_progress else (), quiet=True)
+                     callbacks=[*progress, *callbacks], quiet=True)
     if run.stopped is not None:  # a signal (checkpoint saved) or a non-finite step: one line said which
         raise RunStopped(run.stopped)
     return run
