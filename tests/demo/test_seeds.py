@@ -30,8 +30,14 @@ from countdown_rl.evaluation.paired import paired_counts
 from tests.helpers.env import ROOT, crash_report, offline_env
 
 
+def _sampled(pass_1: float, pass_16: float) -> dict:
+    """A sampled evaluation's result as demo_results.json holds it (JSON's string pass@k keys)."""
+    return {"num_samples": 16, "pass_at_k": {"1": pass_1, "2": pass_1, "16": pass_16}}
+
+
 def _write_results(folder: Path, seed: int, algorithm: str, before: list[bool], after: list[bool]) -> dict:
-    """A run's demo_results.json with the keys the demo writes, its numbers from these per-puzzle outcomes."""
+    """A run's demo_results.json with the keys the demo writes, its numbers from these per-puzzle outcomes; pass@16
+    0.6 + seed / 100 after SFT, 2 points less after RL."""
     rule = {"rule": "x1 + (x2 + x3)", "accuracy": 0.1, "solved": len(before) // 10, "total": len(before),
             "by_budget": {"48": {"correct_on_rest": 1}}}
     results = {
@@ -40,6 +46,7 @@ def _write_results(folder: Path, seed: int, algorithm: str, before: list[bool], 
         "gain_points": 100 * (sum(after) - sum(before)) / len(before), "paired_test": paired_counts(after, before),
         "blind_rule": blind_rule_by_model({"sft": rule, "trained": rule}), "global_step": 4,
         "config": {"seed": seed, "algorithm": algorithm},
+        "sft_sampled": _sampled(0.1, 0.6 + seed / 100), "trained_sampled": _sampled(0.15, 0.58 + seed / 100),
     }
     (folder / algorithm).mkdir(parents=True, exist_ok=True)
     (folder / algorithm / RESULTS_FILE).write_text(json.dumps(results))
@@ -79,7 +86,12 @@ def test_combine_tabulates_each_run_then_mean_and_spread(tmp_path):
     assert combined["summary"]["dr_grpo"]["seeds"] == [0, 1]
     lines = combined["table"].splitlines()
     assert lines[0].startswith("| seed | algorithm | held-out puzzles | best target-blind rule | after SFT | after RL")
-    assert "| 0 | GRPO | 100 | 10.0% (x1 + (x2 + x3)) | 20.0% | 30.0% | +10.0 | 0.00195 (10 / 0) | +20.0 |" in lines
+    assert ("| 0 | GRPO | 100 | 10.0% (x1 + (x2 + x3)) | 20.0% | 30.0% | +10.0 | 0.00195 (10 / 0) | +20.0 | "
+            "10.0% / 60.0% -> 15.0% / 58.0% |") in lines
+    assert lines[0].endswith("| pass@1 / pass@16, SFT -> RL (sampled) |")
+    assert grpo["pass_k_change_points"]["mean"] == pytest.approx(-2.0)
+    assert any(line.startswith("| mean of 3 | GRPO |") and line.endswith("| pass@k -2.0 (sd 0.0; -2.0 to -2.0) points |")
+               for line in lines)
     assert any(line.startswith("| mean of 3 | GRPO |") and "+7.0 (sd 3.6; +3.0 to +10.0)" in line
                and "2 of 3 below 0.05" in line for line in lines)
     written_md = seeds.write_combined(tmp_path, combined)
