@@ -804,8 +804,8 @@ def sampled_evaluation(config: DemoConfig, model, tokenizer, puzzles: Sequence[M
     print_header(f"sampled evaluation: {config.pass_k} samples a puzzle at temperature {config.pass_temperature:g} "
                  f"(pass@1, pass@{config.pass_k}) -> {out_dir}")
     [result] = evaluate_stage(model, tokenizer, puzzles, budgets=[config.max_completion_length], out_dir=out_dir,
-                              meta=meta, batch_size=config.eval_batch_size, show_progress=not config.quick,
-                              device=device_of(config), **settings)
+                              meta=meta, batch_size=config.eval_batch_size * config.pass_k,  # as many prompts
+                              show_progress=not config.quick, device=device_of(config), **settings)
     return result
 
 

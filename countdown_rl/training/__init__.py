@@ -6,6 +6,7 @@
   maths is in :mod:`countdown_rl.algorithms`).
 - :mod:`.sampling`: the training rows' order, each epoch's the same whether the run resumed or not.
 - :mod:`.shared_prompt`: prompt-once log-probs (each distinct prompt of a micro-batch through the model once).
+- :mod:`.dynamic_sampling`: DAPO's group filter (extra generation rounds until a step's groups differ in outcome).
 - :mod:`.rollouts`: the generation backends adapted to the trainer (a rollout generator, vLLM's CPU weight sync).
 - :mod:`.evaluation`: the trainer's held-out evaluation (``CountdownGRPOTrainer.evaluate_task``).
 - :mod:`.reliability`: atomic checkpoints and the non-finite guard on the trainer class; training under signals.

@@ -20,7 +20,7 @@ import trl.trainer.grpo_trainer as grpo_trainer_module  # noqa: E402
 from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
 from tests.helpers.trainers import puzzle_rows, tiny_trainer  # noqa: E402
 from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
-from tests.training.test_dynamic_sampling import G, _batch_puzzles, _index, split_reward  # noqa: E402
+from tests.helpers.split_reward import G, batch_puzzles, puzzle_index, split_reward  # noqa: E402
 
 
 def main():
@@ -33,13 +33,13 @@ def main():
     score, fill = trainer._score_rollouts, trainer._dynamic_sampling_batch
 
     def scored(inputs):
-        batches[-1]["rounds"].append([_index(row["prompt"]) for row in inputs[::G]])
+        batches[-1]["rounds"].append([puzzle_index(row["prompt"]) for row in inputs[::G]])
         return score(inputs)
 
     def filled(inputs):
         batches.append({"rounds": []})
         output = fill(inputs)
-        batches[-1]["kept"] = _batch_puzzles(trainer, output)[::G]
+        batches[-1]["kept"] = batch_puzzles(trainer, output)[::G]
         batches[-1]["rows"] = output["completion_ids"].size(0)
         return output
 

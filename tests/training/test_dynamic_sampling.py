@@ -8,7 +8,6 @@ import json
 import logging
 import math
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,25 +18,10 @@ from trl import GRPOConfig, GRPOTrainer
 from countdown_rl.runs.record import RunRecord, read_run_record, write_run_record
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer
 from tests.helpers.env import ROOT, crash_report
+from tests.helpers.split_reward import DIFFER, G, batch_puzzles, puzzle_index, split_reward
 from tests.helpers.trainers import TINY_ARGS, GradientRecorder, puzzle_rows, tiny_trainer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-G = 4  # num_generations
-# the puzzles (puzzle_rows: "Numbers i i+1, ...", i = 1..16) whose groups' rewards differ; round 1 (no shuffle) is
-# puzzles 1 and 2, of which only 2 differs, so the step needs at least one more round
-DIFFER = {2, 5, 6, 9, 12, 13}
-
-
-def _index(prompt: str) -> int:
-    return int(re.search(r"Numbers (\d+) ", prompt).group(1))
-
-
-def split_reward(prompts, completions, **kwargs):
-    """The rank of the completion in its group (0..3) for the puzzles in DIFFER, 0.5 for every other one: which
-    groups differ is known whatever the completions."""
-    return [float(j % G) if _index(p) in DIFFER else 0.5 for j, p in enumerate(prompts)]
-
 
 def constant_reward(completions, **kwargs):
     return [0.5] * len(completions)
@@ -72,7 +56,7 @@ def _spy(trainer):
     score, fill = trainer._score_rollouts, trainer._dynamic_sampling_batch
 
     def scored(inputs):
-        drawn.append([_index(row["prompt"]) for row in inputs[::G]])
+        drawn.append([puzzle_index(row["prompt"]) for row in inputs[::G]])
         return score(inputs)
 
     def filled(inputs):
@@ -81,12 +65,6 @@ def _spy(trainer):
 
     trainer._score_rollouts, trainer._dynamic_sampling_batch = scored, filled
     return drawn, batches
-
-
-def _batch_puzzles(trainer, batch) -> list[int]:
-    tokenizer = trainer.processing_class
-    texts = [tokenizer.decode(ids[mask.bool()]) for ids, mask in zip(batch["prompt_ids"], batch["prompt_mask"])]
-    return [_index(text) for text in texts]
 
 
 def _logged(trainer, key):
@@ -137,7 +115,7 @@ def test_a_step_keeps_the_differing_groups_in_draw_order_and_logs_the_counts(tin
     rounds = min(next(r + 1 for r in range(len(drawn)) if sum(p in DIFFER for q in drawn[:r + 1] for p in q) >= 2), 4)
     assert len(drawn) == rounds
     (batch,) = batches
-    assert _batch_puzzles(trainer, batch) == [p for p in differing[:2] for _ in range(G)]
+    assert batch_puzzles(trainer, batch) == [p for p in differing[:2] for _ in range(G)]
     assert _logged(trainer, "dynamic_sampling/rounds") == [rounds]
     assert _logged(trainer, "dynamic_sampling/prompts_drawn") == [2 * rounds]
     assert _logged(trainer, "dynamic_sampling/groups_kept") == [min(len(differing), 2)]
@@ -163,7 +141,7 @@ def test_a_step_equals_a_stock_trl_step_on_the_kept_groups(tiny_model_dir, tmp_p
     seen = GradientRecorder()
     ours.add_callback(seen)
     ours.train()
-    kept = sorted(set(_batch_puzzles(ours, batches[0])), key=_batch_puzzles(ours, batches[0]).index)
+    kept = sorted(set(batch_puzzles(ours, batches[0])), key=batch_puzzles(ours, batches[0]).index)
     rows = puzzle_rows(16).select([p - 1 for p in kept])
     stock = tiny_trainer(tiny_model_dir, tmp_path / "stock", reward=split_reward, task=None, trainer_cls=FixedStock,
                          config_cls=GRPOConfig, train_dataset=rows, shuffle_dataset=False, max_steps=1)
@@ -191,7 +169,7 @@ def test_the_cap_fills_the_batch_says_so_once_and_records_it(tiny_model_dir, tmp
     assert _logged(trainer, "dynamic_sampling/rounds") == [2.0, 2.0]
     assert _logged(trainer, "dynamic_sampling/groups_kept") == [0.0, 0.0]
     # filled with the first groups drawn (round 1's), the batch's shape kept
-    assert _batch_puzzles(trainer, batches[0]) == [p for p in drawn[0] for _ in range(G)]
+    assert batch_puzzles(trainer, batches[0]) == [p for p in drawn[0] for _ in range(G)]
     assert all(b["completion_ids"].size(0) == 2 * G for b in batches)
     assert all(math.isfinite(loss) for loss in _logged(trainer, "loss"))
     record = read_run_record(tmp_path).extra["dynamic_sampling"]
@@ -215,7 +193,7 @@ def test_gradient_accumulation_and_a_group_target(tiny_model_dir, tmp_path):
     more = _trainer(tiny_model_dir, tmp_path / "all", per_device_train_batch_size=4, gradient_accumulation_steps=2)
     more_drawn, more_batches = _spy(more)
     more.train()
-    assert len(more_drawn) >= 2 and set(_batch_puzzles(more, more_batches[0])) <= DIFFER
+    assert len(more_drawn) >= 2 and set(batch_puzzles(more, more_batches[0])) <= DIFFER
 
 
 @pytest.mark.parametrize(("half_correct", "kept"), [(set(), 0), ({1}, 1)])
@@ -286,4 +264,4 @@ def test_the_compiled_backend_generates_every_round(tiny_model_dir, tmp_path):
     drawn, batches = _spy(trainer)
     trainer.train()
     assert trainer.rollouts == "compiled" and len(drawn) >= 2
-    assert set(_batch_puzzles(trainer, batches[0])) <= DIFFER
+    assert set(batch_puzzles(trainer, batches[0])) <= DIFFER
