@@ -266,10 +266,10 @@ def _read_results(run: SeedRun) -> dict[str, Any]:
                                 else 100 * (row["trained_accuracy"] - row["rule_accuracy"]))
     # pass@1 and pass@k of the sampled evaluations (None: the run had none)
     before, after = data.get("sft_sampled"), data.get("trained_sampled")
-    row["pass_k"] = before["num_samples"] if before and after else None
+    k = row["pass_k"] = before["num_samples"] if before and after else None
     for name, sampled in (("sft", before), ("trained", after)):
-        for k in (1, row["pass_k"]):
-            row[f"{name}_pass@{'k' if k != 1 else 1}"] = None if k is None else sampled["pass_at_k"][str(k)]
+        row[f"{name}_pass@1"] = sampled["pass_at_k"]["1"] if k else None
+        row[f"{name}_pass@k"] = sampled["pass_at_k"][str(k)] if k else None
     return row
 
 
@@ -339,7 +339,7 @@ def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapp
                       f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above, passes(row)])
     for algorithm, s in summary.items():
         above = "—" if s["above_rule_points"] is None else _spread_cell(s["above_rule_points"], signed=True)
-        change = s.get("pass_k_change_points")
+        change = s["pass_k_change_points"]
         table.append([f"mean of {len(s['seeds'])}", display_name(algorithm), "", "",
                       _spread_cell(s["sft_accuracy_pct"], "%"), _spread_cell(s["trained_accuracy_pct"], "%"),
                       _spread_cell(s["gain_points"], signed=True),
