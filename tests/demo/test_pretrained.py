@@ -158,15 +158,18 @@ def test_quick_run_on_a_model_folder_then_a_lora_rl_stage_on_its_sft_model(tiny_
 
 @pytest.mark.slow
 @needs_smollm2
-def test_quick_run_on_smollm2_through_every_stage(tmp_path):
+def test_quick_run_on_smollm2_through_every_stage(tmp_path, model_cache):
     """The real pretrained model through every stage, as ``countdown-rl demo --model_name_or_path smollm2 --quick``
-    runs it (a process; its GGUF conversion cached in the test's folder): files, tables, run record, backends. The
+    runs it (a process; its GGUF conversion in the run's shared cache): files, tables, run record, backends. The
     ``--resume --lora`` stage on its SFT model is the model-folder test's above (the demo's LoRA targets every
     linear layer, whatever the architecture): on 2 AVX2 cores a second SmolLM2 run added ~8 minutes to the slow tier.
+    One torch thread, as every test runs: the demo's default two, beside the other worker's tests on 2 cores, made
+    this run 3.5x slower in CI than alone (840 s against 240 s).
     """
     out = tmp_path / "demo"
-    env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(tmp_path / "cache"))}
-    code, log = _run(["--model_name_or_path", "smollm2", "--quick", "--output_dir", str(out)], env)
+    env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(model_cache))}
+    code, log = _run(["--model_name_or_path", "smollm2", "--quick", "--num_threads", "1", "--output_dir", str(out)],
+                     env)
     assert code == 0, log[-3000:]
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
     _check_files_and_table(out, log, results, "smollm2", own_process=True)
