@@ -36,13 +36,13 @@ needs_smollm2 = pytest.mark.skipif(not HAS_SMOLLM2, reason="needs the llm-smollm
 def _run(argv, env=None):
     """``countdown-rl demo`` in a child process (vLLM's engine wants a real stdout: it asks for its file number);
     ``env`` None: in this process (no backend of --quick on the CPU is vLLM), the suite's torch threads kept."""
-    if env is None:
+    if env is None:  # one torch thread, as every test runs (tests/demo/test_stages.py's _run says why)
         import torch
 
         threads, out = torch.get_num_threads(), io.StringIO()
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-                code = demo_cli.main(argv)
+                code = demo_cli.main([*argv, "--num_threads", "1"])
         finally:
             torch.set_num_threads(threads)
         return code, out.getvalue()

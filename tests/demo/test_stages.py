@@ -17,10 +17,12 @@ from countdown_rl.evaluation.scoring import format_number, format_percent
 
 
 def _run(argv):
-    """Run ``countdown-rl demo`` in-process; returns (exit code, stdout)."""
+    """Run ``countdown-rl demo`` in-process at one torch thread; returns (exit code, stdout). One thread, as every
+    test runs: the demo's default two, in a process whose OpenMP threads spin (torch was loaded before the demo could
+    make them wait passively), beside the other worker's test, made the quick runs 2-3x slower."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = demo_cli.main(argv)
+        code = demo_cli.main([*argv, "--num_threads", "1"])
     return code, out.getvalue()
 
 
@@ -29,7 +31,7 @@ def quick_runs(tmp_path_factory):
     """One quick demo to 2 RL steps, then ``--resume`` to 4: (output dir, first run, resumed run)."""
     import torch
 
-    threads = torch.get_num_threads()  # the demo sets its own (2): later tests keep the suite's one thread
+    threads = torch.get_num_threads()  # the demo sets its own: later tests keep the suite's
     out = tmp_path_factory.mktemp("demo") / "out"
     first = _run(["--quick", "--output-dir", str(out), "--max-steps", "2"])
     first_files = {
