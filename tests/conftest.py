@@ -10,6 +10,11 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.setdefault("WANDB_MODE", "disabled")
 # Tiny models on a shared 2-core machine: one thread is several times faster than two fighting over cores.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# And where a process still runs several (a demo or benchmark that sets its own thread count, a vLLM engine), its
+# idle OpenMP threads sleep instead of spinning on the cores the other worker's tests need: inherited by every
+# process a test starts, and read by this one's OpenMP runtime when torch loads (after this file). Measured beside
+# two busy processes: benchmarks/dynamic_sampling.py --quick took 154 s spinning, 43 s passive.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Every process a test starts inherits Python's fault handler: a rank that dies of a signal (SIGSEGV, SIGABRT) prints
 # its threads' stacks to the stderr the test captures (tests/helpers/env.py's crash_report puts them first).
 os.environ["PYTHONFAULTHANDLER"] = "1"
