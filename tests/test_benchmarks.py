@@ -404,6 +404,38 @@ def test_dynamic_sampling_runs_without_then_with_for_the_same_training_time(tmp_
     assert re.search(r"after the same training time \(\d+ s\): groups with a gradient with / without ", stdout)
 
 
+@pytest.mark.slow
+def test_step_size_measures_each_losss_update_as_the_weights_moved(tmp_path):
+    """One RL step per loss from the quick demo's SFT model: the table's update norm is the distance between the
+    saved RL model and the SFT model (one step: the whole move), its gradient norm the run's logged one."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "bench"
+    stdout = _run("step_size.py", "--quick", "--out", str(out), "--max_steps", "1", timeout=400)
+    header, rows = _table(stdout)
+    cells = {row[0]: dict(zip(header, row)) for row in rows}
+    assert list(cells) == ["grpo", "dr_grpo"]
+    sft = load_file(str(out / "sft" / "model.safetensors"))
+    medians = {}
+    for algorithm, row in cells.items():
+        run = out / f"rl-{algorithm}"
+        assert json.loads((run / "run_info.json").read_text())["recipe"]["algorithm"] == algorithm
+        trained = load_file(str(run / "model.safetensors"))
+        assert trained.keys() == sft.keys()
+        moved = math.sqrt(sum(float(((trained[k].double() - sft[k].double()) ** 2).sum()) for k in sft))
+        [grad] = [e["grad_norm"] for e in json.loads((run / "trainer_state.json").read_text())["log_history"]
+                  if "grad_norm" in e]
+        assert moved > 0 and row["steps"] == "1"
+        # one step: each quartile is that step's value, printed to 3 significant digits
+        assert row["update norm (quartiles)"] == " / ".join([f"{moved:.3g}"] * 3), (row, moved)
+        assert row["gradient norm (quartiles)"] == " / ".join([f"{grad:.3g}"] * 3), (row, grad)
+        medians[algorithm] = (grad, moved)
+    ratios = re.search(r"median gradient norm (\d+\.\d\d)x, median update norm (\d+\.\d\d)x", stdout)
+    assert ratios, stdout[-1500:]
+    assert float(ratios[1]) == pytest.approx(medians["dr_grpo"][0] / medians["grpo"][0], abs=0.006)
+    assert float(ratios[2]) == pytest.approx(medians["dr_grpo"][1] / medians["grpo"][1], abs=0.006)
+
+
 def test_gpu_transport_splits_and_joins_a_file_checked_part_by_part(tmp_path):
     """``gpu_transport.py split`` / ``join``: the parts under the size asked for, round two folders (two device
     calls), joined back byte for byte; a changed or missing part is one line naming it, with nothing left behind."""
