@@ -66,6 +66,20 @@ def quiet_hf() -> None:
     datasets.disable_progress_bars()
 
 
+def demo_start(quick: bool, **overrides: Any) -> tuple[Any, Any]:
+    """The tiny demo's settings (``quick``: its quick ones) with ``overrides``, placed on the CPU, its threads set
+    and the placement printed; then its puzzles and SFT stage (``demo.stages.warm_start``, reused where
+    ``overrides`` say ``resume``). Returns ``(config, warm)``."""
+    from dataclasses import replace
+
+    from countdown_rl.demo.stages import DemoConfig, placed, placement_line, quick_config, setup_environment, warm_start
+
+    config, placement = placed(replace(quick_config() if quick else DemoConfig(), device="cpu", **overrides))
+    setup_environment(config.num_threads)
+    print(placement_line(placement), flush=True)
+    return config, warm_start(config)
+
+
 def ensure_repo_on_path() -> None:
     """Make ``countdown_rl`` importable when a script runs from a checkout without an installed package."""
     import sys

@@ -79,31 +79,15 @@ def _per_step(run_dir: Path) -> dict[str, float]:
 def main(argv=None) -> None:
     args = parse_args(argv)
     _common.quiet_hf()
-    from countdown_rl.demo.stages import (
-        DemoConfig,
-        demo_record,
-        evaluate_stage,
-        paired_test,
-        placed,
-        placement_line,
-        quick_config,
-        rl_recipe,
-        setup_environment,
-        train_rl,
-        warm_start,
-    )
+    from countdown_rl.demo.stages import demo_record, evaluate_stage, paired_test, rl_recipe, train_rl
     from countdown_rl.files import format_percent
 
-    out = Path(args.out)
-    base = quick_config() if args.quick else DemoConfig()
-    config = replace(base, seed=args.seed, output_dir=str(out), resume=args.resume, dynamic_sampling=True,
-                     max_steps=args.max_steps or base.max_steps, device="cpu")
-    if config.max_steps <= 0 or args.max_rounds < 2:
+    if (args.max_steps is not None and args.max_steps <= 0) or args.max_rounds < 2:
         raise SystemExit("--max_steps must be positive and --max_rounds at least 2 (1 is the run without)")
-    config, placement = placed(config)
-    setup_environment(config.num_threads)
-    print(placement_line(placement), flush=True)
-    warm = warm_start(config)
+    out = Path(args.out)
+    given = {} if args.max_steps is None else {"max_steps": args.max_steps}  # else the demo's
+    config, warm = _common.demo_start(args.quick, seed=args.seed, output_dir=str(out), resume=args.resume,
+                                      dynamic_sampling=True, **given)
     puzzles, budget = warm.puzzles, config.max_completion_length
     sft_eval = out / "zero_shot"
     [sft] = evaluate_stage(str(warm.sft_dir), None, puzzles["eval"], budgets=[budget], out_dir=sft_eval,

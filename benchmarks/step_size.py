@@ -78,28 +78,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     args = parse_args(argv)
     _common.quiet_hf()
-    from countdown_rl.demo.stages import (
-        DemoConfig,
-        demo_record,
-        placed,
-        placement_line,
-        quick_config,
-        rl_recipe,
-        setup_environment,
-        train_rl,
-        warm_start,
-    )
+    from countdown_rl.demo.stages import demo_record, rl_recipe, train_rl
 
     if args.max_steps <= 0:
         raise SystemExit("--max_steps must be positive")
     out = Path(args.out)
-    base = quick_config() if args.quick else DemoConfig()
-    config = replace(base, seed=args.seed, output_dir=str(out), resume=args.resume, max_steps=args.max_steps,
-                     device="cpu")
-    config, placement = placed(config)
-    setup_environment(config.num_threads)
-    print(placement_line(placement), flush=True)
-    warm = warm_start(config)
+    config, warm = _common.demo_start(args.quick, seed=args.seed, output_dir=str(out), resume=args.resume,
+                                      max_steps=args.max_steps)
     puzzles = warm.puzzles
 
     rows, medians = [], {}
