@@ -12,10 +12,11 @@ CLI's ``--help`` stay cheap. Adding a task is three steps:
 3. A recipe under ``recipes/<name>/``.
 
 Tasks are the lowest layer with ``algorithms``: a task package imports the standard library and the shared modules
-here, nothing else of the package (MATH imports math-verify, lazily, on its first comparison).
+here, nothing else of the package (MATH imports math-verify, lazily, on its first comparison; reasoning_gym imports
+reasoning-gym, an optional extra, when the task is made).
 
 >>> sorted(TASKS)
-['countdown', 'format_copy', 'gsm8k', 'math']
+['countdown', 'format_copy', 'gsm8k', 'math', 'reasoning_gym']
 >>> get_task("countdown").name
 'countdown'
 """
@@ -36,6 +37,7 @@ TASKS: dict[str, str] = {
     "gsm8k": "countdown_rl.tasks.gsm8k:GSM8KTask",
     "math": "countdown_rl.tasks.math:MathTask",
     "format_copy": "countdown_rl.tasks.format_copy:FormatCopyTask",
+    "reasoning_gym": "countdown_rl.tasks.reasoning_gym:ReasoningGymTask",
 }
 """Task name -> ``module:Class`` of its :class:`Task` subclass."""
 

@@ -340,7 +340,7 @@ def parse_options(task: str, options_cls: type, items: Sequence[str] | Mapping[s
     O(unary_minus=True)
     """
     hints = typing.get_type_hints(options_cls)
-    known = {f.name for f in dataclasses.fields(options_cls)}
+    known = {f.name for f in dataclasses.fields(options_cls) if f.init}  # init=False: derived, not given
     values: dict[str, Any] = {}
     if isinstance(items, Mapping):
         pairs = [(str(k), v) for k, v in items.items()]

@@ -1,0 +1,158 @@
+"""Judging one reasoning-gym completion: extract the answer, screen it, score it with reasoning-gym's own scorer.
+
+1. Extract (:func:`extract_answer`): the content of the LAST complete ``<answer>...</answer>`` pair, stripped of ASCII
+   whitespace. No pair, or an empty one -> FAILED, reward 0 (the scorer is not called).
+2. Screen (:func:`screen_answer`): an answer longer than ``MAX_ANSWER_CHARS`` is wrong unread. Some scorers evaluate
+   the text they are given (Python ``eval`` or sympy's ``parse_expr``, listed in ``EVALUATING_SCORERS``); for them
+   only text that cannot run code or run away passes: arithmetic characters (countdown, puzzle24), list literals
+   without calls or attributes, or polynomial / integral expressions over allowed names with small powers. Text that
+   fails the screen is a wrong answer; model text never reaches an evaluating scorer unscreened.
+3. Score (:func:`score_answer`): ``dataset.score_answer(answer, entry)`` on the row's regenerated entry, under the
+   deadline the other graders use (:func:`countdown_rl.tasks.deadline.run_with_deadline`). A scorer that raises,
+   returns a non-number or runs past the deadline scores 0, and the reward counts it. The score, clamped to
+   [0, 1], is the reward; 1.0 is CORRECT, less is PARTIAL.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
+from typing import Any
+
+from countdown_rl.tasks.base import Outcome, Verdict, clip_shown, last_tag_content
+from countdown_rl.tasks.deadline import run_with_deadline
+from countdown_rl.tasks.reasoning_gym.problems import source_entry
+
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "ERROR",
+    "EVALUATING_SCORERS",
+    "MAX_ANSWER_CHARS",
+    "SCREENED",
+    "Score",
+    "TIMEOUT",
+    "extract_answer",
+    "judge_completion",
+    "score_answer",
+    "screen_answer",
+]
+
+DEFAULT_TIMEOUT_SECONDS = 2.0
+"""Deadline of one scorer call (MATH's comparison has the same)."""
+MAX_ANSWER_CHARS = 2000
+"""A longer answer is wrong without being scored (bounded work; reasoning-gym's longest reference answers, mazes and
+grids, are a few hundred characters)."""
+
+_ARITHMETIC = _regex(r"[0-9+\-*/() \t]*")
+_LITERAL = _regex(r"[A-Za-z0-9 \t\n,\[\]'\"_\-]*")
+_SYMBOLIC_CHARS = _regex(r"[A-Za-z0-9 \t+\-*/^().,]*")
+_NAME = _regex(r"[A-Za-z_][A-Za-z0-9_]*")
+_POWER = _regex(r"(\*\*|\^)")
+_SMALL_POWER = _regex(r"(?:\b[A-Za-z]|\b\d{1,3})\s*(?:\*\*|\^)\s*\d{1,2}\b")
+_SYMBOLIC_NAMES = frozenset({"sin", "cos", "tan", "exp", "log", "sqrt", "pi", "E", "C", "I", "atan", "asin", "acos"})
+
+
+def _arithmetic(text: str) -> bool:
+    return _ARITHMETIC.fullmatch(text) is not None and "**" not in text
+
+
+def _literal(text: str) -> bool:
+    # No call, attribute, subscript by expression or dunder: an eval of this builds lists of names and constants.
+    return _LITERAL.fullmatch(text) is not None and "__" not in text
+
+
+def _symbolic(text: str) -> bool:
+    if _SYMBOLIC_CHARS.fullmatch(text) is None:
+        return False
+    if any(len(name) > 1 and name not in _SYMBOLIC_NAMES for name in _NAME.findall(text)):
+        return False  # single letters are symbols; longer names only the functions sympy knows
+    # Every power is a letter or a short number raised to a short literal: no power of a parenthesised power.
+    return len(_POWER.findall(text)) == len(_SMALL_POWER.findall(text))
+
+
+EVALUATING_SCORERS: dict[str, Any] = {
+    "countdown": _arithmetic,
+    "puzzle24": _arithmetic,
+    "binary_matrix": _literal,
+    "n_queens": _literal,
+    "spiral_matrix": _literal,
+    "string_insertion": _literal,
+    "polynomial_multiplication": _symbolic,
+    "simple_integration": _symbolic,
+    "intermediate_integration": _symbolic,
+}
+"""Datasets whose scorer (reasoning-gym 0.1.25) evaluates the answer text -> the screen an answer must pass first."""
+
+SCREENED, TIMEOUT, ERROR = "screened", "timeout", "error"
+"""Why a given answer scored 0 without a verdict of the scorer's (``Score.failure``)."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """A scorer's result on one answer: the value in [0, 1], and why it is 0 when the scorer gave no verdict."""
+
+    value: float
+    failure: str | None = None
+
+
+def extract_answer(text: Any) -> str | None:
+    """The last ``<answer>`` pair's content, stripped; None when there is none or it is empty.
+
+    >>> extract_answer("so <answer> 12 </answer>"), extract_answer("<answer> </answer>") is None
+    ('12', True)
+    """
+    content = last_tag_content(text)
+    return content or None
+
+
+def screen_answer(dataset: str, answer: str) -> bool:
+    """Whether ``answer`` may reach ``dataset``'s scorer.
+
+    >>> screen_answer("countdown", "(65 - 7) - 7"), screen_answer("countdown", "__import__('os')")
+    (True, False)
+    >>> screen_answer("polynomial_multiplication", "3*x**2 + 2"), screen_answer("simple_integration", "(9**99)**99")
+    (True, False)
+    """
+    if len(answer) > MAX_ANSWER_CHARS:
+        return False
+    screen = EVALUATING_SCORERS.get(dataset)
+    return screen is None or screen(answer)
+
+
+def score_answer(answer: str, source: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> Score:
+    """reasoning-gym's score of ``answer`` for the entry ``source`` names, screened and under a deadline.
+
+    >>> import json
+    >>> source = json.dumps({"dataset": "chain_sum", "config": {}, "seed": 1, "size": 5, "index": 0})
+    >>> score_answer("-4", source), score_answer("5", source).value
+    (Score(value=1.0, failure=None), 0.0)
+    """
+    name, dataset, entry = source_entry(source)
+    if not screen_answer(name, answer):
+        return Score(0.0, SCREENED)
+    try:
+        finished, value = run_with_deadline(dataset.score_answer, timeout_seconds, answer, entry)
+    except Exception:  # the scorer's own failure on odd text: contained, counted by the reward
+        return Score(0.0, ERROR)
+    if not finished:
+        return Score(0.0, TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return Score(0.0, ERROR)
+    return Score(min(1.0, max(0.0, float(value))))
+
+
+def judge_completion(text: Any, source: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> tuple[Verdict, Score | None]:
+    """The verdict on one completion, and the scorer's result (None when no answer was given).
+
+    >>> import json
+    >>> source = json.dumps({"dataset": "chain_sum", "config": {}, "seed": 1, "size": 5, "index": 0})
+    >>> judge_completion("<answer>-4</answer>", source)[0].outcome.value, judge_completion("-4", source)[0].reward
+    ('correct', 0.0)
+    """
+    answer = extract_answer(text)
+    if answer is None:
+        return Verdict(Outcome.FAILED, None, 0.0), None
+    score = score_answer(answer, source, timeout_seconds)
+    outcome = Outcome.CORRECT if score.value >= 1.0 else Outcome.PARTIAL
+    return Verdict(outcome, clip_shown(answer), score.value), score
