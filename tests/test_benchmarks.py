@@ -24,6 +24,9 @@
 * ``benchmarks/gpu_study.py --quick``: both parts of the GPU study on the CPU, the tables, the goal's verdict and a
   ``skipped:`` line for what it cannot do here.
 * ``benchmarks/vllm_import_cost.py``: the trainer's import timed with vLLM as installed and left out, side by side.
+* ``benchmarks/reasoning_gym_oracle.py --quick``: our Countdown verifier against reasoning-gym's scorer, the counts
+  adding up, correct equations correct for both, injected code screened, and every disagreement class explained and
+  its example judged differently again here.
 
 Several are in the slow tier (marked, each saying where the default tier tests what its script measures).
 """
@@ -508,3 +511,52 @@ def test_vllm_import_cost_times_the_trainer_import_with_and_without_vllm():
     as_is, left_out = (int(row[4]) for row in rows)
     assert left_out == 0 and (as_is > 0) == (importlib.util.find_spec("vllm") is not None), stdout
     assert re.search(r"^import time as is / left out: \d+\.\d\dx$", stdout, re.MULTILINE)
+
+
+def test_reasoning_gym_oracle_quick_disagreements_are_real_and_explained(tmp_path):
+    """``benchmarks/reasoning_gym_oracle.py --quick``: the five counts add up to the completions (and are the printed
+    table's), our solver's equations are correct for both sides, code never reaches reasoning-gym's scorer, the
+    known disagreements are found, and every class is explained, its example judged differently again here."""
+    pytest.importorskip("reasoning_gym")
+    from reasoning_gym.factory import DATASETS
+
+    from countdown_rl.tasks import get_task
+    from countdown_rl.tasks.base import Outcome
+    from countdown_rl.tasks.deadline import run_with_deadline
+    from countdown_rl.tasks.reasoning_gym.verifier import extract_answer, screen_answer
+
+    out = tmp_path / "oracle.json"
+    stdout = _run("reasoning_gym_oracle.py", "--quick", "--out", str(out), timeout=120)
+    result = json.loads(out.read_text(encoding="utf-8"))
+    buckets = ["both correct", "both wrong", "ours only", "theirs only", "screened"]
+    header, [row, *_] = _table(stdout)
+    assert header == buckets and [int(cell) for cell in row] == [result["confusion"][b] for b in buckets]
+    assert sum(result["confusion"].values()) == result["completions"] > 300
+    assert sum(sum(kind.values()) for kind in result["kinds"].values()) == result["completions"]
+    for kind in ("correct", "correct, another equation", "correct, fractional step", "text around the tags"):
+        counts = result["kinds"][kind]
+        assert counts["both correct"] == sum(counts.values()) > 0, (kind, counts)
+    assert result["kinds"]["code"]["screened"] == sum(result["kinds"]["code"].values()) > 0
+
+    classes = {(d["kind"], d["direction"]): d for d in result["disagreements"]}
+    assert {("unary minus", "theirs only"), ("floor division that truncates", "theirs only"),
+            ("near miss (float tolerance)", "theirs only"), ("correct, leading zero", "ours only"),
+            ("correct, padded past 1024 chars", "theirs only"),
+            ("correct, trailing period", "ours only (screened)")} <= set(classes)
+    countdown = get_task("countdown")
+    cls, config = DATASETS["countdown"]
+    dataset = cls(config(size=1, seed=0))
+    for (kind, direction), d in classes.items():
+        assert d["count"] > 0 and d["right"] in ("ours", "reasoning-gym") and d["why"], (kind, direction)
+        ex = d["example"]
+        ours = countdown.judge(ex["text"], {"nums": ex["nums"], "target": ex["target"]}).outcome is Outcome.CORRECT
+        answer = extract_answer(ex["text"])
+        assert answer, (kind, direction)
+        if direction == "ours only (screened)":
+            assert ours and not screen_answer("countdown", answer)
+            continue
+        assert screen_answer("countdown", answer)  # only screened text reaches parse_expr
+        entry = {"question": "", "answer": None, "metadata": {"numbers": ex["nums"], "target": ex["target"]}}
+        finished, score = run_with_deadline(dataset.score_answer, 2.0, answer, entry)
+        assert finished and (ours, score == 1.0) == ((True, False) if direction == "ours only" else (False, True))
+
