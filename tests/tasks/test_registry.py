@@ -131,6 +131,7 @@ SMOKE_RUNS = {
     "gsm8k": ("chat", ["gsm8k", "gsm8k_format"]),
     "math": ("r1_zero", ["r1_zero", "math_shaped"]),
     "format_copy": ("plain", ["format_copy"]),
+    "reasoning_gym": ("chat", ["reasoning_gym"]),
 }
 
 
