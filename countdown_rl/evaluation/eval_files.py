@@ -70,6 +70,8 @@ def write_eval_outputs(
         for row in samples_by_budget.get(r.max_tokens, ())
     ]
     described = ", ".join(f"{k}: `{meta[k]}`" for k in ("task", "model", "dataset", "split", "template") if k in meta)
+    if meta.get("task_options"):  # what the rows are (e.g. reasoning-gym's dataset and its config), not only where from
+        described += ", task options: " + " ".join(f"`{option}`" for option in meta["task_options"])
     sampling = "greedy" if not meta.get("temperature") else f"temperature {meta['temperature']}"
     md = (
         f"# {str(meta.get('task', DEFAULT_TASK)).capitalize()} evaluation\n\n{described}\n\n"

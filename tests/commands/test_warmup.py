@@ -88,3 +88,49 @@ def test_a_missing_gguf_model_is_one_line_before_loading(tmp_path, capsys, no_lo
     assert capsys.readouterr().err.strip() == \
         f"countdown-rl warmup: error: --model_name_or_path {tmp_path / 'no.gguf'}: no such GGUF file"
     assert not (tmp_path / "w").exists()
+
+
+def test_warmup_from_a_recipe_learns_its_training_rows_only(tmp_path, capsys):
+    """``--config``: the task, options, template and rows of a train recipe; its held-out rows are never learnt."""
+    import yaml
+
+    from countdown_rl.commands.warmup import recipe_rows
+    from countdown_rl.data.arguments import DataArguments
+    from countdown_rl.data.prepare import prepare_data
+
+    recipe = tmp_path / "r.yaml"
+    keys = {"task": "format_copy", "task_options": ["max_digits=2"], "dataset_name": "generated",
+            "num_generated_rows": 60, "test_size": 20, "split_seed": 3, "prompt_template": "chat",
+            "learning_rate": 1e-4, "output_dir": "elsewhere"}  # a train key too: read by train, not here
+    recipe.write_text(yaml.safe_dump(keys))
+    task, template, rows = recipe_rows(str(recipe))
+    _, held_out, _ = prepare_data(DataArguments(**{k: v for k, v in keys.items() if k not in ("learning_rate",
+                                                                                              "output_dir")}))
+    assert (task.name, task.options.max_digits, template) == ("format_copy", 2, "chat")
+    assert len(rows) == 40 and len(held_out) == 20
+    assert not {r["number"] for r in rows} & set(held_out["number"])
+    out = tmp_path / "warm"
+    assert main(["warmup", "--config", str(recipe), "--output_dir", str(out), "--max_steps", "1", "--num_rows", "8",
+                 "--size", "test"]) == 0
+    assert (out / "model.safetensors").is_file()
+    assert "wrote the warmed-up format_copy model" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "give --task (rows from the task's generator) or --config (a recipe's training rows), not both"),
+    (["--task", "format_copy", "--config", "r.yaml"], "give --task"),
+    (["--config", "r.yaml", "--task_options", "max_digits=2"], "--config takes the task options and prompt template"),
+])
+def test_warmup_asks_for_one_source_of_rows_in_one_line(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["warmup", *argv, "--output_dir", str(tmp_path / "w")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and message in err
+
+
+def test_warmup_from_a_missing_recipe_is_one_line(tmp_path, capsys):
+    assert main(["warmup", "--config", str(tmp_path / "none.yaml"), "--output_dir", str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "none.yaml" in err
+    assert not (tmp_path / "w").exists()

@@ -102,3 +102,14 @@ def test_a_task_without_a_blind_rule_writes_none(tmp_path):
     assert read_eval(tmp_path)["blind_rule"] is None
     assert "blind" not in json.loads((tmp_path / "eval.json").read_text())
     assert "target-blind" not in (tmp_path / "eval.md").read_text()
+
+
+def test_the_eval_page_names_the_task_options(tmp_path):
+    """What the rows are (reasoning-gym's dataset and its config) is on the page, not only where they came from."""
+    rows = score_samples(PUZZLES[:1], ["a"], [[Completion("<answer>(65 - 7) - 7</answer>", 4, False)]])
+    options = ["datasets=chain_sum", 'config={"chain_sum": {"max_terms": 2}}']
+    write_eval_outputs(tmp_path / "with", [summarise(rows, 8)], {8: rows}, {"model": "m", "task_options": options})
+    md = (tmp_path / "with" / "eval.md").read_text()
+    assert 'task options: `datasets=chain_sum` `config={"chain_sum": {"max_terms": 2}}`' in md
+    write_eval_outputs(tmp_path / "without", [summarise(rows, 8)], {8: rows}, {"model": "m", "task_options": []})
+    assert "task options" not in (tmp_path / "without" / "eval.md").read_text()
