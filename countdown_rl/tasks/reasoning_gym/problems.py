@@ -5,9 +5,11 @@ offline and regenerated for scoring.
    finite number >= 0 with a positive sum, each config key one the dataset's config class takes, each difficulty
    level one its curriculum has; the resolved config is then built and validated by reasoning-gym itself.
 2. Generate (:func:`generate_rows`): each row draws its dataset by weight (seeded); the dataset's ``i``-th use takes
-   its entry ``i`` of ``create_dataset(name, size=n, seed=seed, **config)``. A row keeps ``question``, ``answer``
-   (the reference) and ``source``: JSON naming dataset, config, seed, size and index, all it takes to regenerate the
-   entry, because a scorer reads the entry's metadata, which is not always JSON (tuples, sets, grids).
+   its entry ``i`` of ``create_dataset(name, size=n, seed=s, **config)``, where ``s`` is drawn from the split seed
+   and the name (reasoning-gym seeds entry ``i`` with ``s + i``, so seeds 0 and 1 would share all but one entry). A
+   row keeps ``question``, ``answer`` (the reference) and ``source``: JSON naming dataset, config, levels, seed, size
+   and index, all it takes to regenerate the entry, because a scorer reads the entry's metadata, which is not always
+   JSON (tuples, sets, grids).
 3. Regenerate (:func:`source_entry`): the entry a row's ``source`` names, cached per process; a row whose question
    differs from its regenerated entry's (another reasoning-gym version) cannot be scored.
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import hashlib
 import json
 import math
 import random
@@ -31,7 +34,9 @@ __all__ = [
     "DatasetSpec",
     "EXTRA",
     "check_datasets",
+    "dataset_config",
     "dataset_names",
+    "dataset_seed",
     "generate_rows",
     "parse_source",
     "require_library",
@@ -68,15 +73,18 @@ def dataset_names() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One dataset of a task: its name, its weight in a mixture and its resolved config (JSON values only)."""
+    """One dataset of a task: its name, its weight in a mixture, its config keys as given and its curriculum levels
+    (None: the dataset's defaults); :func:`dataset_config` resolves the two."""
 
     name: str
     weight: float
     config: Mapping[str, Any]
+    levels: Any = None
 
     @property
-    def config_json(self) -> str:
-        return json.dumps(dict(self.config), sort_keys=True)
+    def key(self) -> tuple[str, str, str]:
+        """``(name, config JSON, levels JSON)``: what a row's ``source`` records, hashable for caches."""
+        return self.name, json.dumps(dict(self.config), sort_keys=True), json.dumps(self.levels, sort_keys=True)
 
 
 def _config_fields(name: str) -> tuple[str, ...]:
@@ -115,6 +123,16 @@ def _level_config(name: str, levels: Any) -> dict[str, Any]:
     config = curriculum.generate_configuration({"seed": 0, "size": 1})
     fields = set(_config_fields(name))
     return {k: v for k, v in dataclasses.asdict(config).items() if k in fields}
+
+
+def dataset_config(name: str, config: Mapping[str, Any], levels: Any) -> dict[str, Any]:
+    """The keyword config of ``name``: its curriculum's values at ``levels`` (when given), then ``config`` over them.
+
+    Level values keep their types (some are tuples), so they are not JSON: a row records the levels, not the values.
+    """
+    resolved = _level_config(name, levels) if levels is not None else {}
+    resolved.update(config)
+    return resolved
 
 
 def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str, Any]) -> tuple[DatasetSpec, ...]:
@@ -161,7 +179,6 @@ def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str
                                  f"{option} maps a dataset name to its settings")
     specs = []
     for name, weight in parsed:
-        resolved = _level_config(name, levels[name]) if name in levels else {}
         overrides = config.get(name, {})
         if not isinstance(overrides, Mapping):
             raise ValueError(f"config: {name}: expected {{key: value}}, got {overrides!r}")
@@ -171,24 +188,36 @@ def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str
                 raise ValueError(f"config: {name}.{key} is set by the task (from split_seed and num_generated_rows)")
             if key not in fields:
                 raise ValueError(f"config: dataset {name!r} takes no key {key!r}; it takes: {', '.join(fields)}")
-        resolved.update(overrides)
-        if json.loads(json.dumps(resolved)) != resolved:
-            raise ValueError(f"config: {name}: values must be JSON (numbers, strings, lists, objects), got {resolved!r}")
+        if json.loads(json.dumps(dict(overrides))) != overrides:
+            raise ValueError(f"config: {name}: values must be JSON (numbers, strings, lists, objects), got {overrides!r}")
+        resolved = dataset_config(name, overrides, levels.get(name))
         try:
             config_obj = DATASETS[name][1](**resolved, seed=0, size=1)
             if hasattr(config_obj, "validate"):
                 config_obj.validate()
         except (AssertionError, TypeError, ValueError) as err:
             raise ValueError(f"config: {name} {resolved}: reasoning-gym refuses it: {err or type(err).__name__}") from None
-        specs.append(DatasetSpec(name, weight, resolved))
+        specs.append(DatasetSpec(name, weight, dict(overrides), levels.get(name)))
     return tuple(specs)
 
 
 @functools.lru_cache(maxsize=64)
-def _dataset(name: str, config_json: str, seed: int, size: int) -> Any:
+def _dataset(name: str, config_json: str, levels_json: str, seed: int, size: int) -> Any:
     import reasoning_gym
 
-    return reasoning_gym.create_dataset(name, seed=seed, size=size, **json.loads(config_json))
+    config = dataset_config(name, json.loads(config_json), json.loads(levels_json))
+    return reasoning_gym.create_dataset(name, seed=seed, size=size, **config)
+
+
+def dataset_seed(seed: int, name: str) -> int:
+    """The seed reasoning-gym gets for ``name`` under the split seed ``seed``: drawn from both, so two split seeds give
+    unrelated entries (reasoning-gym seeds entry ``i`` with ``seed + i``) and so do two datasets of a mixture.
+
+    >>> dataset_seed(0, "chain_sum") == dataset_seed(0, "chain_sum") != dataset_seed(1, "chain_sum")
+    True
+    """
+    digest = hashlib.sha256(f"countdown-rl/{seed}/{name}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
 
 
 def generate_rows(specs: Sequence[DatasetSpec], n: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -208,15 +237,18 @@ def generate_rows(specs: Sequence[DatasetSpec], n: int, seed: int = 0) -> list[d
         k = rng.choices(range(len(specs)), weights=weights)[0] if len(specs) > 1 else 0
         spec, index = specs[k], used[k]
         used[k] += 1
-        entry = _dataset(spec.name, spec.config_json, seed, n)[index]
-        source = {"dataset": spec.name, "config": dict(spec.config), "seed": seed, "size": n, "index": index}
+        dseed = dataset_seed(seed, spec.name)
+        entry = _dataset(*spec.key, dseed, n)[index]
+        source = {"dataset": spec.name, "config": dict(spec.config), "seed": dseed, "size": n, "index": index}
+        if spec.levels is not None:
+            source["levels"] = spec.levels
         rows.append({"question": entry["question"], "answer": entry["answer"],
                      "source": json.dumps(source, sort_keys=True)})
     return rows
 
 
-def parse_source(source: Any) -> tuple[str, str, int, int, int] | str:
-    """``(dataset, config JSON, seed, size, index)`` from a row's ``source``, or the problem with it."""
+def parse_source(source: Any) -> tuple[str, str, str, int, int, int] | str:
+    """``(dataset, config JSON, levels JSON, seed, size, index)`` from a row's ``source``, or the problem with it."""
     try:
         fields = json.loads(source) if isinstance(source, str) else None
     except ValueError:
@@ -231,12 +263,13 @@ def parse_source(source: Any) -> tuple[str, str, int, int, int] | str:
         return f"'source' needs integer seed, size and index with 0 <= index < size, got {numbers}"
     if name not in dataset_names():
         return _unknown_name(name, "'source'")
-    return name, json.dumps(config, sort_keys=True), numbers[0], numbers[1], numbers[2]
+    return (name, json.dumps(config, sort_keys=True), json.dumps(fields.get("levels"), sort_keys=True),
+            numbers[0], numbers[1], numbers[2])
 
 
 @functools.lru_cache(maxsize=65536)
-def _entry(name: str, config_json: str, seed: int, size: int, index: int) -> tuple[Any, dict[str, Any]]:
-    dataset = _dataset(name, config_json, seed, size)
+def _entry(name: str, config_json: str, levels_json: str, seed: int, size: int, index: int) -> tuple[Any, dict[str, Any]]:
+    dataset = _dataset(name, config_json, levels_json, seed, size)
     return dataset, dataset[index]
 
 
