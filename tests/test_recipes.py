@@ -69,7 +69,8 @@ def ids(paths):
 
 
 # Folders whose recipes tests/tasks/<task>/test_recipes.py check against their seeds.
-TASK_RECIPE_DIRS = ["gsm8k/qwen2.5-1.5b-instruct", "math/qwen2.5-math-1.5b", "math/qwen2.5-1.5b", "format_copy"]
+TASK_RECIPE_DIRS = ["gsm8k/qwen2.5-1.5b-instruct", "math/qwen2.5-math-1.5b", "math/qwen2.5-1.5b", "format_copy",
+                    "reasoning_gym"]
 
 
 def test_the_recipe_set_is_complete():

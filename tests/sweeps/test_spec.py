@@ -101,3 +101,29 @@ def test_value_names_are_folder_safe():
     assert value_name({"budget_schedule": [[0, 40], [100, 64]], "algorithm": "dr_grpo"}) == \
         "budget_schedule=0_40_100_64,algorithm=dr_grpo"
     assert value_name({"beta": 1e9, "use_peft": True, "model": "a/b c"}) == "beta=1e+09,use_peft=true,model=a_b_c"
+
+
+def test_a_sweep_over_reasoning_gym_mixtures_plans_each_and_refuses_an_unknown_dataset(tmp_path, tiny_model_dir,
+                                                                                        capsys, no_loading,
+                                                                                        monkeypatch):
+    """The reasoning_gym task sweeps like any other: an axis over its task options is one run a mixture; a dataset
+    name reasoning-gym does not list is refused in one line naming the run, before anything is written."""
+    from tests.helpers.env import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    base = yaml.safe_load((ROOT / "recipes" / "reasoning_gym" / "cpu_tiny.yaml").read_text())
+    base.update(model_name_or_path=str(tiny_model_dir))
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    mixtures = [["datasets=chain_sum"], ["datasets=chain_sum:2,lcm:1"]]
+    spec = write_spec(tmp_path, {"base": str(tmp_path / "base.yaml"), "output_root": str(tmp_path / "sweep"),
+                                 "axes": {"task_options": mixtures}})
+    assert sweep_main([str(spec), "--dry_run"]) == 0
+    out = capsys.readouterr().out
+    assert "2 run(s)" in out and "task_options=datasets=chain_sum_2,lcm_1" in out  # folder-safe names
+    bad = write_spec(tmp_path, {"base": str(tmp_path / "base.yaml"), "output_root": str(tmp_path / "bad-sweep"),
+                                "axes": {"task_options": [["datasets=chain_sum"], ["datasets=chain_sun"]]}},
+                     name="bad.yaml")
+    assert sweep_main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown reasoning-gym dataset 'chain_sun'" in err and "near: chain_sum" in err
+    assert not (tmp_path / "bad-sweep").exists()
