@@ -1,12 +1,16 @@
 """Judging one reasoning-gym completion: extract the answer, screen it, score it with reasoning-gym's own scorer.
 
 1. Extract (:func:`extract_answer`): the content of the LAST complete ``<answer>...</answer>`` pair, stripped of ASCII
-   whitespace. No pair, or an empty one -> FAILED, reward 0 (the scorer is not called).
-2. Screen (:func:`screen_answer`): an answer longer than ``MAX_ANSWER_CHARS`` is wrong unread. Some scorers evaluate
-   the text they are given (Python ``eval`` or sympy's ``parse_expr``, listed in ``EVALUATING_SCORERS``); for them
-   only text that cannot run code or run away passes: arithmetic characters (countdown, puzzle24), list literals
-   without calls or attributes, or polynomial / integral expressions over allowed names with small powers. Text that
-   fails the screen is a wrong answer; model text never reaches an evaluating scorer unscreened.
+   whitespace. No pair, or an empty one -> FAILED, reward 0 (the scorer is not called), except an empty pair where
+   the entry's reference answer is itself empty (ab: a program whose tokens all cancel), which is scored.
+2. Screen (:func:`screen_answer`): an answer longer than ``MAX_ANSWER_CHARS``, or than twice the entry's reference
+   answer where that is longer (palindrome_partitioning's and tower_of_hanoi's run to thousands of characters), is
+   wrong unread. Some scorers evaluate the text they are given (Python ``eval`` or sympy's ``parse_expr``, listed in
+   ``EVALUATING_SCORERS``); for them only text that cannot run code or run away passes: arithmetic characters
+   (countdown, puzzle24), list literals without calls or attributes, or polynomial / integral expressions over
+   allowed names with small powers (of a letter, a short number or a parenthesised group without powers or nested
+   parentheses, e.g. ``cos(3*x)**5``, ``(4*x + 2)**(3/2)``). Text that fails the screen is a wrong answer; model text
+   never reaches an evaluating scorer unscreened.
 3. Score (:func:`score_answer`): ``dataset.score_answer(answer, entry)`` on the row's regenerated entry, under the
    deadline the other graders use (:func:`countdown_rl.tasks.deadline.run_with_deadline`). A scorer that raises,
    returns a non-number or runs past the deadline scores 0, and the reward counts it. The score, clamped to
@@ -41,15 +45,18 @@ __all__ = [
 DEFAULT_TIMEOUT_SECONDS = 2.0
 """Deadline of one scorer call (MATH's comparison has the same)."""
 MAX_ANSWER_CHARS = 2000
-"""A longer answer is wrong without being scored (bounded work; reasoning-gym's longest reference answers, mazes and
-grids, are a few hundred characters)."""
+"""A longer answer is wrong without being scored (bounded work), unless the entry's reference answer is longer than
+half this: then twice the reference's length is the bound (:func:`score_answer`)."""
 
 _ARITHMETIC = _regex(r"[0-9+\-*/() \t]*")
 _LITERAL = _regex(r"[A-Za-z0-9 \t\n,\[\]'\"_\-]*")
 _SYMBOLIC_CHARS = _regex(r"[A-Za-z0-9 \t+\-*/^().,]*")
 _NAME = _regex(r"[A-Za-z_][A-Za-z0-9_]*")
 _POWER = _regex(r"(\*\*|\^)")
-_SMALL_POWER = _regex(r"(?:\b[A-Za-z]|\b\d{1,3})\s*(?:\*\*|\^)\s*\d{1,2}\b")
+# A power's base: a letter, a short number, or a parenthesised group with neither a power nor nested parentheses
+# (a function's argument too: cos(3*x)**5); its exponent: a short integer or a parenthesised short fraction (3/2).
+_SMALL_POWER = _regex(r"(?:\b[A-Za-z]|\b\d{1,3}|\((?:[^()*^]|\*(?!\*))*\))\s*(?:\*\*|\^)\s*"
+                      r"(?:\d{1,2}\b|\(\s*-?\d{1,2}\s*(?:/\s*\d{1,2}\s*)?\))")
 _SYMBOLIC_NAMES = frozenset({"sin", "cos", "tan", "exp", "log", "sqrt", "pi", "E", "C", "I", "atan", "asin", "acos"})
 
 
@@ -67,7 +74,7 @@ def _symbolic(text: str) -> bool:
         return False
     if any(len(name) > 1 and name not in _SYMBOLIC_NAMES for name in _NAME.findall(text)):
         return False  # single letters are symbols; longer names only the functions sympy knows
-    # Every power is a letter or a short number raised to a short literal: no power of a parenthesised power.
+    # Every power is a small base raised to a short literal: no power of a power, nor of a group holding one.
     return len(_POWER.findall(text)) == len(_SMALL_POWER.findall(text))
 
 
@@ -106,15 +113,18 @@ def extract_answer(text: Any) -> str | None:
     return content or None
 
 
-def screen_answer(dataset: str, answer: str) -> bool:
-    """Whether ``answer`` may reach ``dataset``'s scorer.
+def screen_answer(dataset: str, answer: str, max_chars: int = MAX_ANSWER_CHARS) -> bool:
+    """Whether ``answer`` (at most ``max_chars`` long) may reach ``dataset``'s scorer.
 
     >>> screen_answer("countdown", "(65 - 7) - 7"), screen_answer("countdown", "__import__('os')")
     (True, False)
     >>> screen_answer("polynomial_multiplication", "3*x**2 + 2"), screen_answer("simple_integration", "(9**99)**99")
     (True, False)
+    >>> screen_answer("intermediate_integration", "2*(4*x + 2)**(3/2)/3 + C"), screen_answer("simple_integration",
+    ...                                                                             "((9*9)**99)**99")
+    (True, False)
     """
-    if len(answer) > MAX_ANSWER_CHARS:
+    if len(answer) > max_chars:
         return False
     screen = EVALUATING_SCORERS.get(dataset)
     return screen is None or screen(answer)
@@ -129,7 +139,9 @@ def score_answer(answer: str, source: str, timeout_seconds: float = DEFAULT_TIME
     (Score(value=1.0, failure=None), 0.0)
     """
     name, dataset, entry = source_entry(source)
-    if not screen_answer(name, answer):
+    reference = entry.get("answer")
+    max_chars = max(MAX_ANSWER_CHARS, 2 * len(reference)) if isinstance(reference, str) else MAX_ANSWER_CHARS
+    if not screen_answer(name, answer, max_chars):
         return Score(0.0, SCREENED)
     try:
         finished, value = run_with_deadline(dataset.score_answer, timeout_seconds, answer, entry)
@@ -142,6 +154,13 @@ def score_answer(answer: str, source: str, timeout_seconds: float = DEFAULT_TIME
     return Score(min(1.0, max(0.0, float(value))))
 
 
+def _empty_reference(source: str) -> bool:
+    try:
+        return source_entry(source)[2].get("answer") == ""
+    except ValueError:  # a source that does not parse: no answer is scored for it
+        return False
+
+
 def judge_completion(text: Any, source: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> tuple[Verdict, Score | None]:
     """The verdict on one completion, and the scorer's result (None when no answer was given).
 
@@ -151,6 +170,8 @@ def judge_completion(text: Any, source: str, timeout_seconds: float = DEFAULT_TI
     ('correct', 0.0)
     """
     answer = extract_answer(text)
+    if answer is None and last_tag_content(text) == "" and _empty_reference(source):
+        answer = ""  # the empty pair is the answer where the reference is empty too
     if answer is None:
         return Verdict(Outcome.FAILED, None, 0.0), None
     score = score_answer(answer, source, timeout_seconds)
