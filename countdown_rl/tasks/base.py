@@ -50,6 +50,7 @@ __all__ = [
     "last_tag_content",
     "missing_column",
     "parse_options",
+    "question_templates",
     "r1_zero_prompt",
     "score_batch",
     "select_reward_funcs",
@@ -194,6 +195,39 @@ class PromptTemplate:
     conversational: bool
     render: Callable[[Mapping[str, Any]], Prompt]
     description: str
+
+
+def _question_text(row: Mapping[str, Any]) -> str:
+    return str(row["question"]).strip(ASCII_WHITESPACE)
+
+
+def _question_chat(row: Mapping[str, Any], *, system: str, instruction: str) -> list[dict[str, str]]:
+    # Brief reasoning: short completion budgets (GSM8K's recipe trains with 128 new tokens) cut a long derivation off
+    # before its answer.
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"{_question_text(row)}\nReason step by step, briefly. {instruction}"},
+    ]
+
+
+def _question_r1_zero(row: Mapping[str, Any], *, instruction: str) -> str:
+    return r1_zero_prompt(f"{_question_text(row)}\nShow your reasoning inside <think> </think> tags. {instruction}")
+
+
+def question_templates(system: str, instruction: str) -> dict[str, PromptTemplate]:
+    """``chat`` and ``r1_zero`` for a task whose rows hold the problem as text in ``question`` (GSM8K,
+    reasoning-gym): the question as written, then ``instruction`` (where the answer goes).
+
+    >>> chat = question_templates("Be brief.", "Answer in <answer> tags.")["chat"]
+    >>> chat.render({"question": " 1 + 1? "})[1]["content"]
+    '1 + 1?\\nReason step by step, briefly. Answer in <answer> tags.'
+    """
+    return {
+        "chat": PromptTemplate("chat", True, functools.partial(_question_chat, system=system, instruction=instruction),
+                               "system + user messages for instruct (chat-template) models"),
+        "r1_zero": PromptTemplate("r1_zero", False, functools.partial(_question_r1_zero, instruction=instruction),
+                                  "plain-text R1-Zero transcript ending with an open <think>"),
+    }
 
 
 def completion_text(completion: Any) -> str:
