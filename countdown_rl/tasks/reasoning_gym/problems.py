@@ -3,7 +3,9 @@ offline and regenerated for scoring.
 
 1. Check (:func:`check_datasets`): each name is one reasoning-gym lists (else the nearest names), each weight a
    finite number >= 0 with a positive sum, each config key one the dataset's config class takes, each difficulty
-   level one its curriculum has; the resolved config is then built and validated by reasoning-gym itself.
+   level one its curriculum has; the resolved config is then built and validated by reasoning-gym itself. A dataset
+   with a known defect (``DEFECTS``: rows that do not regenerate, a scorer a policy can game) is refused with the
+   reason, unless asked for anyway (``allow_defective``).
 2. Generate (:func:`generate_rows`): each row draws its dataset by weight (seeded); the dataset's ``i``-th use takes
    its entry ``i`` of ``create_dataset(name, size=n, seed=s, **config)``, where ``s`` is drawn from the split seed
    and the name (reasoning-gym seeds entry ``i`` with ``s + i``, so seeds 0 and 1 would share all but one entry). A
@@ -24,6 +26,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,8 +34,10 @@ from typing import Any
 
 __all__ = [
     "COMPOSITE",
+    "DEFECTS",
     "DatasetSpec",
     "EXTRA",
+    "HASH_SEEDED",
     "check_datasets",
     "dataset_config",
     "dataset_names",
@@ -48,7 +53,21 @@ EXTRA = "pip install -e '.[reasoning-gym]'"
 """How a user gets the library (pinned in pyproject's ``reasoning-gym`` extra)."""
 COMPOSITE = "composite"
 """reasoning-gym's own mixture; here a mixture is ``datasets=a:2,b:1`` instead, so the name is refused."""
-_SEED_SIZE = ("seed", "size")  # config fields the task sets itself, from the split seed and the row count
+_SEED_SIZE = ("seed", "size")
+
+DEFECTS: dict[str, str] = {
+    "codeio": "some of its programs draw unseeded random numbers, so a row's reference changes when it regenerates",
+    "list_functions": "one of its generators draws from Python's global random state, so some rows do not regenerate",
+    "game_of_life_halting": "its scorer compares bool(answer) with bool(reference): any non-empty answer scores 1.0",
+    "puzzle24": "its scorer does not check that the answer uses the puzzle's numbers: another puzzle's answer scores 1.0",
+    "coin_flip": "its scorer's prefix credit gives 1.0 to a prefix of the probability ('0.') on almost every question",
+}
+"""reasoning-gym 0.1.25's datasets that cannot give a trustworthy reward (found by the walk over every dataset,
+tests/tasks/reasoning_gym/test_problems_datasets.py): refused unless ``allow_defective``."""
+HASH_SEEDED = ("isomorphic_strings", "polynomial_multiplication", "ransom_note")
+"""Datasets whose questions depend on the process's string hashing (their generators pick from a set): rows made in
+one process regenerate in another (a resumed run, another rank, a later evaluation) only under one fixed
+``PYTHONHASHSEED``; refused without it unless ``allow_defective``."""  # config fields the task sets itself, from the split seed and the row count
 
 
 def require_library() -> None:
@@ -85,6 +104,12 @@ class DatasetSpec:
     def key(self) -> tuple[str, str, str]:
         """``(name, config JSON, levels JSON)``: what a row's ``source`` records, hashable for caches."""
         return self.name, json.dumps(dict(self.config), sort_keys=True), json.dumps(self.levels, sort_keys=True)
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("reasoning-gym")
 
 
 def _config_fields(name: str) -> tuple[str, ...]:
@@ -135,7 +160,17 @@ def dataset_config(name: str, config: Mapping[str, Any], levels: Any) -> dict[st
     return resolved
 
 
-def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str, Any]) -> tuple[DatasetSpec, ...]:
+def _defect(name: str) -> str | None:
+    if name in DEFECTS:
+        return DEFECTS[name]
+    if name in HASH_SEEDED and not os.environ.get("PYTHONHASHSEED", "random").isdigit():
+        return ("its questions depend on Python's string hashing, so rows do not regenerate in another process; "
+                "export PYTHONHASHSEED=0 (any fixed number) for every process that makes or scores its rows")
+    return None
+
+
+def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str, Any],
+                   allow_defective: bool = False) -> tuple[DatasetSpec, ...]:
     """The task's datasets from the options' spellings, or a one-line ValueError saying what is wrong.
 
     ``datasets`` is ``name`` or ``name:weight,name:weight``; ``config`` and ``levels`` map dataset names to a config
@@ -158,6 +193,10 @@ def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str
                              "write the mixture here instead, e.g. datasets=chain_sum:2,basic_arithmetic:1")
         if name not in DATASETS:
             raise ValueError(_unknown_name(name, "datasets"))
+        defect = _defect(name)
+        if defect is not None and not allow_defective:
+            raise ValueError(f"datasets: {name}: {defect} (reasoning-gym {_version()}); "
+                             "allow_defective=true uses it anyway")
         try:
             weight = float(raw) if sep else 1.0
         except ValueError:

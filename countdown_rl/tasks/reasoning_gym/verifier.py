@@ -58,6 +58,12 @@ _POWER = _regex(r"(\*\*|\^)")
 _SMALL_POWER = _regex(r"(?:\b[A-Za-z]|\b\d{1,3}|\((?:[^()*^]|\*(?!\*))*\))\s*(?:\*\*|\^)\s*"
                       r"(?:\d{1,2}\b|\(\s*-?\d{1,2}\s*(?:/\s*\d{1,2}\s*)?\))")
 _SYMBOLIC_NAMES = frozenset({"sin", "cos", "tan", "exp", "log", "sqrt", "pi", "E", "C", "I", "atan", "asin", "acos"})
+_SYMBOLIC_FUNCTIONS = _SYMBOLIC_NAMES - {"pi", "E", "C", "I"}
+_CALL = _regex(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_ATTRIBUTE = _regex(r"\.\s*[A-Za-z_]")
+_QUOTED = _regex(r"'[^']*'|\"[^\"]*\"")
+# Python's keywords that build code in a literal-looking text: a comprehension (for, in, if) runs loops.
+_KEYWORDS = frozenset({"for", "in", "if", "else", "lambda", "not", "and", "or", "is", "await", "yield", "async"})
 
 
 def _arithmetic(text: str) -> bool:
@@ -65,8 +71,11 @@ def _arithmetic(text: str) -> bool:
 
 
 def _literal(text: str) -> bool:
-    # No call, attribute, subscript by expression or dunder: an eval of this builds lists of names and constants.
-    return _LITERAL.fullmatch(text) is not None and "__" not in text
+    # No call, attribute, dunder or keyword outside quotes (a comprehension loops): an eval of this builds lists of
+    # names and constants.
+    if _LITERAL.fullmatch(text) is None or "__" in text:
+        return False
+    return not _KEYWORDS.intersection(_NAME.findall(_QUOTED.sub(" ", text)))
 
 
 def _symbolic(text: str) -> bool:
@@ -74,6 +83,8 @@ def _symbolic(text: str) -> bool:
         return False
     if any(len(name) > 1 and name not in _SYMBOLIC_NAMES for name in _NAME.findall(text)):
         return False  # single letters are symbols; longer names only the functions sympy knows
+    if _ATTRIBUTE.search(text) or any(name not in _SYMBOLIC_FUNCTIONS for name in _CALL.findall(text)):
+        return False  # no attribute (pi.n(...)) and no call but of a listed function (sympy's N(pi, 10**9) is one)
     # Every power is a small base raised to a short literal: no power of a power, nor of a group holding one.
     return len(_POWER.findall(text)) == len(_SMALL_POWER.findall(text))
 

@@ -29,7 +29,8 @@ reasoning_gym = pytest.importorskip("reasoning_gym")
 
 
 def rows_of(name: str, n: int = 2, seed: int = 0, config: dict | None = None) -> list[dict]:
-    return generate_rows(check_datasets(name, {name: config} if config else {}, {}), n, seed=seed)
+    # allow_defective: the screens are tested on every evaluating scorer, puzzle24's gameable one included.
+    return generate_rows(check_datasets(name, {name: config} if config else {}, {}, allow_defective=True), n, seed=seed)
 
 
 # -------------------------------------------------------------------------------------------------- extraction
@@ -81,24 +82,13 @@ def test_safe_answers_pass_the_screen(dataset, answer):
     assert screen_answer(dataset, answer)
 
 
-SCREEN_REFUSES_REFERENCE = pytest.mark.xfail(
-    strict=True, reason="bug: the symbolic screen refuses a power of a parenthesised expression, so reference answers "
-    "like '2*(-10*x - 10)**(3/2)/3 + C' (about half of intermediate_integration's) score 0 as screened")
-
-
-@pytest.mark.parametrize(
-    "dataset",
-    [pytest.param(name, marks=SCREEN_REFUSES_REFERENCE) if name == "intermediate_integration" else name
-     for name in sorted(EVALUATING_SCORERS)],
-)
+@pytest.mark.parametrize("dataset", sorted(EVALUATING_SCORERS))
 def test_reference_answers_pass_the_screen_and_score_1(dataset):
     for row in rows_of(dataset, 1, seed=3):
         assert screen_answer(dataset, row["answer"]), row["answer"]
         assert score_answer(row["answer"], row["source"]) == Score(1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: MAX_ANSWER_CHARS (2000) is below some reference answers at the default "
-                   "config (palindrome_partitioning, tower_of_hanoi), which then score 0 as screened")
 def test_a_long_reference_answer_scores_1():
     row = max(rows_of("palindrome_partitioning", 20, seed=1), key=lambda r: len(r["answer"]))
     assert len(row["answer"]) > MAX_ANSWER_CHARS  # the case at issue: reasoning-gym's own answer is this long
@@ -118,6 +108,9 @@ RUNS_CODE = [
     "lambda: 0",
     "getattr(x, 'y')",
     "[c for c in ().__class__.__bases__]",
+    "[0 for a in 'xxxxxxxxxx' for b in 'xxxxxxxxxx']",  # a comprehension loops, with no call or attribute
+    "pi.n(10**8)",  # an attribute call: 10**8 digits of pi
+    "N(pi, 10**8)",  # a single letter that is sympy's N, called
     "1" * (MAX_ANSWER_CHARS + 1),
 ]
 
@@ -288,7 +281,7 @@ def test_the_recorded_answer_is_clipped():
 @pytest.mark.parametrize(
     ("dataset", "text"),
     [
-        # Both pass today's screens, and run in the scorer: a loop of 10**10 steps, 10**8 digits of pi.
+        # A loop of 10**10 steps and 10**8 digits of pi: screened now; bounded by the deadline if a screen lets one by.
         ("string_insertion", "[0 " + " ".join(f"for {v} in 'xxxxxxxxxx'" for v in "abcdefghij") + "]"),
         ("simple_integration", "pi.n(10**8)"),
     ],
