@@ -9,7 +9,8 @@ Per seed ``S`` (each seed a whole run: its own rows, held-out rows, model and sa
    the recipe's training rows (never its held-out rows).
 3. ``countdown-rl train --config`` that recipe from the warm-up model.
 4. ``countdown-rl eval`` of both models on the recipe's held-out rows (greedy), and the exact McNemar test of the RL
-   model against the warm-up model on those rows. The run's time is the warm-up's plus training's (both commands
+   model against the warm-up model on those rows. Beside them, the best constant answer: the one reference answer
+   most frequent among the held-out rows, as a rule that never reads the question would answer every row. The run's time is the warm-up's plus training's (both commands
    whole, with their in-training evaluations); the two final evaluations are outside it.
 
 Printed: a table a row a seed, then the mean gain and its spread over the seeds. Written: ``OUT/results.json``.
@@ -101,11 +102,17 @@ def paired(before: Path, after: Path, budget: int) -> dict:
     rows_before, rows_after = read_samples(before, budget), read_samples(after, budget)
     if [[r.get(k) for k in ROW_KEYS] for r in rows_before] != [[r.get(k) for k in ROW_KEYS] for r in rows_after]:
         raise ValueError(f"{before} and {after} hold different rows: no paired test")
+    from collections import Counter
+
+    from countdown_rl.tasks.reasoning_gym import source_entry
+
+    references = Counter(source_entry(r["source"])[2]["answer"] for r in rows_before)
+    best_constant = references.most_common(1)[0][1] / len(rows_before)
     correct_before = [r["outcome"] == "correct" for r in rows_before]
     correct_after = [r["outcome"] == "correct" for r in rows_after]
     counts = paired_counts(correct_after, correct_before)
     return {"before": sum(correct_before) / len(correct_before), "after": sum(correct_after) / len(correct_after),
-            **counts}
+            "best_constant": best_constant, **counts}
 
 
 def run_seed(args: argparse.Namespace, seed: int) -> dict:
@@ -128,10 +135,10 @@ def run_seed(args: argparse.Namespace, seed: int) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    rows = [[r["seed"], f"{100 * r['before']:.1f}%", f"{100 * r['after']:.1f}%",
+    rows = [[r["seed"], f"{100 * r['best_constant']:.1f}%", f"{100 * r['before']:.1f}%", f"{100 * r['after']:.1f}%",
              f"{100 * (r['after'] - r['before']):+.1f}", f"{r['only_a']} / {r['only_b']}", f"{r['p_value']:.2g}",
              f"{r['run_s'] / 60:.1f} min"] for r in results]
-    return _common.markdown_table(["seed", "warm-up", "after RL", "gain (points)", "only RL / only warm-up",
+    return _common.markdown_table(["seed", "best constant answer", "warm-up", "after RL", "gain (points)", "only RL / only warm-up",
                                    "McNemar p", "run time (warm-up + train)"], rows)
 
 
@@ -140,8 +147,10 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for seed in args.seeds:
-        results.append(run_seed(args, seed))
-        print(table(results[-1:]).splitlines()[-1], flush=True)
+        r = run_seed(args, seed)
+        results.append(r)
+        print(f"seed {seed}: warm-up {100 * r['before']:.1f}%, after RL {100 * r['after']:.1f}% "
+              f"(McNemar p {r['p_value']:.2g}), {r['run_s'] / 60:.1f} min", flush=True)
     gains = [100 * (r["after"] - r["before"]) for r in results]
     spread = statistics.stdev(gains) if len(gains) > 1 else 0.0
     summary = {"recipe": str(args.recipe), "quick": args.quick, "warmup_steps": args.warmup_steps,

@@ -27,6 +27,8 @@
 * ``benchmarks/reasoning_gym_oracle.py --quick``: our Countdown verifier against reasoning-gym's scorer, the counts
   adding up, correct equations correct for both, injected code screened, and every disagreement class explained and
   its example judged differently again here.
+* ``benchmarks/reasoning_gym_recipe.py --quick``: the reasoning-gym CPU recipe's warm-up, training and both
+  evaluations at one seed, the table's accuracies and paired counts the evaluations' own, on that seed's held-out rows.
 
 Several are in the slow tier (marked, each saying where the default tier tests what its script measures).
 """
@@ -560,3 +562,35 @@ def test_reasoning_gym_oracle_quick_disagreements_are_real_and_explained(tmp_pat
         finished, score = run_with_deadline(dataset.score_answer, 2.0, answer, entry)
         assert finished and (ours, score == 1.0) == ((True, False) if direction == "ours only" else (False, True))
 
+
+
+@pytest.mark.slow
+def test_reasoning_gym_recipe_quick_tabulates_the_seeds_own_evaluations(tmp_path):
+    """One seed of the CPU recipe, a few steps: the table row is that seed's two evaluations (their accuracy and the
+    rows only one model got right), on the held-out rows of its own split (split_seed = the seed). The default tier
+    tests the parts: warmup --config (tests/commands/test_warmup.py), the recipe (tests/tasks/reasoning_gym/)."""
+    import yaml
+
+    from countdown_rl.data.arguments import DataArguments
+    from countdown_rl.data.prepare import prepare_data
+
+    out = tmp_path / "bench"
+    stdout = _run("reasoning_gym_recipe.py", "--quick", "--seeds", "3", "--out", str(out), timeout=400)
+    header, rows = _table(stdout)
+    [cells] = [dict(zip(header, row)) for row in rows]
+    assert cells["seed"] == "3"
+    seed = out / "seed-3"
+    warm, trained = ([json.loads(line) for line in (seed / name / "samples.jsonl").read_text().splitlines()]
+                     for name in ("warm-eval", "rl-eval"))
+    keys = yaml.safe_load((seed / "recipe.yaml").read_text())
+    assert (keys["seed"], keys["split_seed"]) == (3, 3)
+    data = DataArguments(**{k: v for k, v in keys.items() if k in DataArguments.__dataclass_fields__})
+    _, held_out, _ = prepare_data(data)
+    assert [r["question"] for r in warm] == [r["question"] for r in trained] == held_out["question"]
+    for name, samples in (("warm-up", warm), ("after RL", trained)):
+        assert cells[name] == f"{100 * sum(r['outcome'] == 'correct' for r in samples) / len(samples):.1f}%"
+    only = [sum(a["outcome"] == "correct" and b["outcome"] != "correct" for a, b in zip(x, y))
+            for x, y in ((trained, warm), (warm, trained))]
+    assert cells["only RL / only warm-up"] == f"{only[0]} / {only[1]}"
+    summary = json.loads((out / "results.json").read_text())
+    assert [r["seed"] for r in summary["seeds"]] == [3] and summary["quick"] is True
