@@ -7,15 +7,16 @@ for each of its datasets. The task in four steps:
    ``config`` (JSON: dataset -> its config keys, e.g. ``{"chain_sum": {"max_terms": 3}}``) and ``levels`` (JSON:
    dataset -> a curriculum level for every difficulty attribute, or ``{attribute: level}``). Checked before anything
    loads (:func:`.problems.check_datasets`): unknown names (with the nearest ones), unknown config keys, weights
-   summing to 0, values reasoning-gym refuses, datasets with a known defect (``DEFECTS``, ``HASH_SEEDED``).
+   summing to 0, values reasoning-gym refuses, a hash-seeded dataset without a fixed ``PYTHONHASHSEED``.
 2. Rows (:mod:`.problems`, ``default_dataset = "generated"``): ``question``, ``answer`` (the reference) and
    ``source`` (JSON: dataset, config, seed, size, index), generated offline from the split seed; the split dedupes
    on the question, so no question is on both sides.
 3. Prompts (:mod:`.prompts`): ``chat``, ``r1_zero`` and ``plain``, each asking for the answer in ``<answer>`` tags.
 4. Judging (:mod:`.verifier`) and the ``reasoning_gym`` reward (:mod:`.rewards`): the last ``<answer>`` pair's
-   content, screened where the dataset's scorer evaluates text, scored by reasoning-gym on the regenerated entry
-   under a deadline; no answer scores 0 (an empty pair is an answer only where the reference itself is empty, as
-   ab's can be), and so does a scorer that raises or hangs (counted in the logs).
+   content, screened where the dataset's scorer evaluates text, checked where its scorer can be gamed
+   (``OWN_CHECKS``), scored by reasoning-gym on the regenerated entry under a deadline; no answer scores 0 (an empty
+   pair is an answer only where the reference itself is empty, as ab's can be), and so does a scorer that raises or
+   hangs (counted in the logs).
 
 Modules: :mod:`.problems`, :mod:`.verifier`, :mod:`.rewards`, :mod:`.prompts`. The names most callers need are
 re-exported here.
@@ -30,26 +31,26 @@ from typing import Any
 
 from countdown_rl.tasks.base import (ASCII_WHITESPACE, RewardFunc, Task, Verdict, bind_options, missing_column,
                                      short_repr)
-from countdown_rl.tasks.reasoning_gym.problems import (COMPOSITE, DEFECTS, EXTRA, HASH_SEEDED, DatasetSpec,
+from countdown_rl.tasks.reasoning_gym.problems import (COMPOSITE, EXTRA, HASH_SEEDED, DatasetSpec,
                                                        check_datasets, dataset_names, generate_rows, require_library,
                                                        source_entry, source_problem)
 from countdown_rl.tasks.reasoning_gym.prompts import PROMPT_TEMPLATES
 from countdown_rl.tasks.reasoning_gym.rewards import (FAILURE_METRICS, MALFORMED_ROWS_METRIC, REWARD_FUNCS,
                                                       reasoning_gym_reward)
 from countdown_rl.tasks.reasoning_gym.verifier import (DEFAULT_TIMEOUT_SECONDS, EVALUATING_SCORERS, MAX_ANSWER_CHARS,
-                                                       Score, extract_answer, judge_completion, score_answer,
-                                                       screen_answer)
+                                                       OWN_CHECKS, Score, extract_answer, judge_completion,
+                                                       score_answer, screen_answer)
 
 __all__ = [
     "COMPOSITE",
     "DEFAULT_TIMEOUT_SECONDS",
-    "DEFECTS",
     "EVALUATING_SCORERS",
     "EXTRA",
     "FAILURE_METRICS",
     "HASH_SEEDED",
     "MALFORMED_ROWS_METRIC",
     "MAX_ANSWER_CHARS",
+    "OWN_CHECKS",
     "PROMPT_TEMPLATES",
     "REWARD_FUNCS",
     "DatasetSpec",
@@ -107,8 +108,8 @@ class ReasoningGymOptions:
     )
     allow_defective: bool = field(
         default=False,
-        metadata={"help": "Use a dataset with a known defect anyway (rows that do not regenerate, a scorer a policy "
-                  "can game: the refusal says which); for studying it, not for training."},
+        metadata={"help": "Use a dataset with a known defect anyway (a hash-seeded dataset without a fixed "
+                  "PYTHONHASHSEED: its rows do not regenerate in another process; the refusal says so)."},
     )
     specs: tuple[DatasetSpec, ...] = field(init=False, repr=False, compare=False, metadata={"help": "Resolved."})
 

@@ -4,8 +4,9 @@ offline and regenerated for scoring.
 1. Check (:func:`check_datasets`): each name is one reasoning-gym lists (else the nearest names), each weight a
    finite number >= 0 with a positive sum, each config key one the dataset's config class takes, each difficulty
    level one its curriculum has; the resolved config is then built and validated by reasoning-gym itself. A dataset
-   with a known defect (``DEFECTS``: rows that do not regenerate, a scorer a policy can game) is refused with the
-   reason, unless asked for anyway (``allow_defective``).
+   whose questions depend on Python's string hashing (``HASH_SEEDED``) is refused without a fixed ``PYTHONHASHSEED``,
+   unless asked for anyway (``allow_defective``). (The other defects the walk over every dataset found,
+   tests/tasks/reasoning_gym/test_problems_datasets.py, are worked around: step 3, and ``verifier.OWN_CHECKS``.)
 2. Generate (:func:`generate_rows`): each row draws its dataset by weight (seeded); the dataset's ``i``-th use takes
    its entry ``i`` of ``create_dataset(name, size=n, seed=s, **config)``, where ``s`` is drawn from the split seed
    and the name (reasoning-gym seeds entry ``i`` with ``s + i``, so seeds 0 and 1 would share all but one entry). A
@@ -13,7 +14,9 @@ offline and regenerated for scoring.
    and index, all it takes to regenerate the entry, because a scorer reads the entry's metadata, which is not always
    JSON (tuples, sets, grids).
 3. Regenerate (:func:`source_entry`): the entry a row's ``source`` names, cached per process; a row whose question
-   differs from its regenerated entry's (another reasoning-gym version) cannot be scored.
+   differs from its regenerated entry's (another reasoning-gym version) cannot be scored. Python's and numpy's global
+   random generators are seeded from the entry's seed and index while it is made, and restored after: a generator
+   that draws from them (codeio's programs, one of list_functions') then makes the same entry every time.
 
 reasoning-gym is imported on first use (about 3 s), never at import time.
 """
@@ -34,7 +37,6 @@ from typing import Any
 
 __all__ = [
     "COMPOSITE",
-    "DEFECTS",
     "DatasetSpec",
     "EXTRA",
     "HASH_SEEDED",
@@ -55,19 +57,10 @@ COMPOSITE = "composite"
 """reasoning-gym's own mixture; here a mixture is ``datasets=a:2,b:1`` instead, so the name is refused."""
 _SEED_SIZE = ("seed", "size")
 
-DEFECTS: dict[str, str] = {
-    "codeio": "some of its programs draw unseeded random numbers, so a row's reference changes when it regenerates",
-    "list_functions": "one of its generators draws from Python's global random state, so some rows do not regenerate",
-    "game_of_life_halting": "its scorer compares bool(answer) with bool(reference): any non-empty answer scores 1.0",
-    "puzzle24": "its scorer does not check that the answer uses the puzzle's numbers: another puzzle's answer scores 1.0",
-    "coin_flip": "its scorer's prefix credit gives 1.0 to a prefix of the probability ('0.') on almost every question",
-}
-"""reasoning-gym 0.1.25's datasets that cannot give a trustworthy reward (found by the walk over every dataset,
-tests/tasks/reasoning_gym/test_problems_datasets.py): refused unless ``allow_defective``."""
-HASH_SEEDED = ("isomorphic_strings", "polynomial_multiplication", "ransom_note")
-"""Datasets whose questions depend on the process's string hashing (their generators pick from a set): rows made in
-one process regenerate in another (a resumed run, another rank, a later evaluation) only under one fixed
-``PYTHONHASHSEED``; refused without it unless ``allow_defective``."""  # config fields the task sets itself, from the split seed and the row count
+HASH_SEEDED = ("codeio", "isomorphic_strings", "polynomial_multiplication", "ransom_note")
+"""Datasets whose rows depend on the process's string hashing (generators that pick from a set; some of codeio's
+programs): rows made in one process regenerate in another (a resumed run, another rank, a later evaluation) only
+under one fixed ``PYTHONHASHSEED``; refused without it unless ``allow_defective``."""  # config fields the task sets itself, from the split seed and the row count
 
 
 def require_library() -> None:
@@ -161,8 +154,6 @@ def dataset_config(name: str, config: Mapping[str, Any], levels: Any) -> dict[st
 
 
 def _defect(name: str) -> str | None:
-    if name in DEFECTS:
-        return DEFECTS[name]
     if name in HASH_SEEDED and not os.environ.get("PYTHONHASHSEED", "random").isdigit():
         return ("its questions depend on Python's string hashing, so rows do not regenerate in another process; "
                 "export PYTHONHASHSEED=0 (any fixed number) for every process that makes or scores its rows")
@@ -240,12 +231,34 @@ def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str
     return tuple(specs)
 
 
+def _seeded_globals(*key: Any):
+    """A context in which Python's and numpy's global random generators are seeded from ``key``, restored after."""
+    import contextlib
+
+    import numpy as np
+
+    @contextlib.contextmanager
+    def seeded():
+        digest = hashlib.sha256(repr(key).encode()).digest()
+        python_state, numpy_state = random.getstate(), np.random.get_state()
+        random.seed(digest)
+        np.random.seed(int.from_bytes(digest[:4], "big"))
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
+
+    return seeded()
+
+
 @functools.lru_cache(maxsize=64)
 def _dataset(name: str, config_json: str, levels_json: str, seed: int, size: int) -> Any:
     import reasoning_gym
 
     config = dataset_config(name, json.loads(config_json), json.loads(levels_json))
-    return reasoning_gym.create_dataset(name, seed=seed, size=size, **config)
+    with _seeded_globals(name, seed, size):
+        return reasoning_gym.create_dataset(name, seed=seed, size=size, **config)
 
 
 def dataset_seed(seed: int, name: str) -> int:
@@ -277,7 +290,7 @@ def generate_rows(specs: Sequence[DatasetSpec], n: int, seed: int = 0) -> list[d
         spec, index = specs[k], used[k]
         used[k] += 1
         dseed = dataset_seed(seed, spec.name)
-        entry = _dataset(*spec.key, dseed, n)[index]
+        _, entry = _entry(*spec.key, dseed, n, index)
         source = {"dataset": spec.name, "config": dict(spec.config), "seed": dseed, "size": n, "index": index}
         if spec.levels is not None:
             source["levels"] = spec.levels
@@ -309,7 +322,8 @@ def parse_source(source: Any) -> tuple[str, str, str, int, int, int] | str:
 @functools.lru_cache(maxsize=65536)
 def _entry(name: str, config_json: str, levels_json: str, seed: int, size: int, index: int) -> tuple[Any, dict[str, Any]]:
     dataset = _dataset(name, config_json, levels_json, seed, size)
-    return dataset, dataset[index]
+    with _seeded_globals(name, seed, index):  # a generator drawing from the global generators repeats itself
+        return dataset, dataset[index]
 
 
 def source_entry(source: str) -> tuple[str, Any, dict[str, Any]]:

@@ -11,7 +11,11 @@
    allowed names with small powers (of a letter, a short number or a parenthesised group without powers or nested
    parentheses, e.g. ``cos(3*x)**5``, ``(4*x + 2)**(3/2)``). Text that fails the screen is a wrong answer; model text
    never reaches an evaluating scorer unscreened.
-3. Score (:func:`score_answer`): ``dataset.score_answer(answer, entry)`` on the row's regenerated entry, under the
+3. Check (``OWN_CHECKS``): for three datasets whose scorer (reasoning-gym 0.1.25) a policy could game, an answer
+   must also pass a check of ours, else it is wrong: puzzle24's answer must use the puzzle's numbers, coin_flip's must
+   have the reference's value (its prefix credit gave 1.0 to "0."), game_of_life_halting's must be the reference's
+   True or False (the scorer compared ``bool(answer)``, true for any non-empty text).
+4. Score (:func:`score_answer`): ``dataset.score_answer(answer, entry)`` on the row's regenerated entry, under the
    deadline the other graders use (:func:`countdown_rl.tasks.deadline.run_with_deadline`). A scorer that raises,
    returns a non-number or runs past the deadline scores 0, and the reward counts it. The score, clamped to
    [0, 1], is the reward; 1.0 is CORRECT, less is PARTIAL.
@@ -20,11 +24,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from re import compile as _regex  # aliased: the package's safety hook flags any call spelled like the builtin
 from typing import Any
 
-from countdown_rl.tasks.base import Outcome, Verdict, clip_shown, last_tag_content
+from countdown_rl.tasks.base import ASCII_WHITESPACE, Outcome, Verdict, clip_shown, last_tag_content
 from countdown_rl.tasks.deadline import run_with_deadline
 from countdown_rl.tasks.reasoning_gym.problems import source_entry
 
@@ -33,6 +39,7 @@ __all__ = [
     "ERROR",
     "EVALUATING_SCORERS",
     "MAX_ANSWER_CHARS",
+    "OWN_CHECKS",
     "SCREENED",
     "Score",
     "TIMEOUT",
@@ -102,6 +109,42 @@ EVALUATING_SCORERS: dict[str, Any] = {
 }
 """Datasets whose scorer (reasoning-gym 0.1.25) evaluates the answer text -> the screen an answer must pass first."""
 
+_INTEGER = _regex(r"\d+")
+_PLAIN_NUMBER = _regex(r"-?\d{1,30}(?:\.\d{1,30})?(?:\s*/\s*\d{1,30})?")
+
+
+def _uses_the_numbers(answer: str, entry: Mapping[str, Any]) -> bool:
+    return sorted(map(int, _INTEGER.findall(answer))) == sorted(entry["metadata"]["numbers"])
+
+
+def _number(text: str) -> Fraction | None:
+    text = text.replace(",", "").strip(ASCII_WHITESPACE)
+    if _PLAIN_NUMBER.fullmatch(text) is None:  # bounded digits: Fraction("1e999999") would build a huge integer
+        return None
+    try:
+        return Fraction(text.replace(" ", ""))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _same_value(answer: str, entry: Mapping[str, Any]) -> bool:
+    value, reference = _number(answer), _number(str(entry["answer"]))
+    return value is not None and reference is not None and abs(value - reference) <= Fraction(1, 10_000)
+
+
+def _same_truth(answer: str, entry: Mapping[str, Any]) -> bool:
+    return answer.lower() in ("true", "false") and answer.lower() == str(entry["answer"]).strip(ASCII_WHITESPACE).lower()
+
+
+OWN_CHECKS: dict[str, Any] = {
+    "puzzle24": _uses_the_numbers,
+    "coin_flip": _same_value,
+    "game_of_life_halting": _same_truth,
+}
+"""Datasets whose scorer (reasoning-gym 0.1.25) a policy could game -> a check of ours an answer must also pass:
+puzzle24's scorer does not check the numbers are the puzzle's, coin_flip's prefix credit gives 1.0 to any prefix of
+the value ("0."), game_of_life_halting's compares ``bool(answer)`` (true for any non-empty text)."""
+
 SCREENED, TIMEOUT, ERROR = "screened", "timeout", "error"
 """Why a given answer scored 0 without a verdict of the scorer's (``Score.failure``)."""
 
@@ -141,6 +184,23 @@ def screen_answer(dataset: str, answer: str, max_chars: int = MAX_ANSWER_CHARS) 
     return screen is None or screen(answer)
 
 
+_WARMED: set[str] = set()
+
+
+def _warm_up(name: str, dataset: Any, entry: Mapping[str, Any]) -> None:
+    """Score the entry's own reference and a wrong answer ("0") once per dataset and process, outside any deadline: a
+    scorer's first calls import and build what they need (sympy's parser and simplifier: a third of a second on a quiet
+    core, seconds on a busy one), which would otherwise run out the first answers' deadline and score them 0."""
+    if name in _WARMED:
+        return
+    _WARMED.add(name)
+    for text in (entry.get("answer"), "0"):
+        try:
+            dataset.score_answer(text, entry)
+        except Exception:  # what this scorer cannot read (a None reference, where several are right): imports done
+            pass
+
+
 def score_answer(answer: str, source: str, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS) -> Score:
     """reasoning-gym's score of ``answer`` for the entry ``source`` names, screened and under a deadline.
 
@@ -154,6 +214,10 @@ def score_answer(answer: str, source: str, timeout_seconds: float = DEFAULT_TIME
     max_chars = max(MAX_ANSWER_CHARS, 2 * len(reference)) if isinstance(reference, str) else MAX_ANSWER_CHARS
     if not screen_answer(name, answer, max_chars):
         return Score(0.0, SCREENED)
+    own_check = OWN_CHECKS.get(name)
+    if own_check is not None and not own_check(answer, entry):
+        return Score(0.0)  # a wrong answer the scorer would have rewarded: not a failure of the scorer's
+    _warm_up(name, dataset, entry)
     try:
         finished, value = run_with_deadline(dataset.score_answer, timeout_seconds, answer, entry)
     except Exception:  # the scorer's own failure on odd text: contained, counted by the reward

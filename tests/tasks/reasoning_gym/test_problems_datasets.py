@@ -32,7 +32,7 @@ import pytest
 from countdown_rl.data.splits import split_rows
 from countdown_rl.tasks import get_task
 from countdown_rl.tasks.base import Outcome
-from countdown_rl.tasks.reasoning_gym import (COMPOSITE, DEFECTS, HASH_SEEDED, dataset_names, reasoning_gym_reward,
+from countdown_rl.tasks.reasoning_gym import (COMPOSITE, HASH_SEEDED, dataset_names, reasoning_gym_reward,
                                              source_entry)
 
 reasoning_gym = pytest.importorskip("reasoning_gym")
@@ -45,31 +45,25 @@ ROWS = {"knight_swap": 3, "futoshiki": 4, "sokoban": 4, "puzzle24": 6, "quantum_
         "intermediate_integration": 8}
 """Rows per seed where generating (or scoring) one takes a good part of a second."""
 
-UNSEEDED = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="reasoning-gym: some codeio programs draw unseeded random numbers (np.random.laplace in a differential-"
-    "privacy one), so their reference output differs on each regeneration and a right answer cannot be known")
 HASH_ORDER = pytest.mark.xfail(
     strict=True, raises=AssertionError,
     reason="reasoning-gym: the generator picks from a set (rng.choice(list(a_set)): of letters in isomorphic_strings "
     "and ransom_note, of sympy's itermonomials in polynomial_multiplication), so a question depends on the process's "
     "PYTHONHASHSEED; rows made in one process do not regenerate in another")
+HASH_OUTPUT = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="reasoning-gym: some codeio programs' outputs depend on the process's string hashing (set or dict order), "
+    "so a reference made under one PYTHONHASHSEED differs under another (within a process they repeat: the task seeds "
+    "the global random generators per entry)")
 
 
-def scorer_defect(reason: str):
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"reasoning-gym's scorer: {reason}")
-
-
-IN_PROCESS_XFAIL = {
-    "codeio": UNSEEDED,
-    "game_of_life_halting": scorer_defect("bool(answer) == bool(reference), so any non-empty answer scores 1.0"),
-    "puzzle24": scorer_defect("it checks the value is 24 with four numbers in range, not that they are the "
-                              "puzzle's, so another puzzle's answer (e.g. '7 + 5 + 7 + 5') scores 1.0"),
-    "coin_flip": scorer_defect("the prefix credit divides by the shorter string, so any prefix of the "
-                               "probability ('0.') scores 1.0"),
-}
-OTHER_PROCESS_XFAIL = {"codeio": UNSEEDED, "isomorphic_strings": HASH_ORDER, "ransom_note": HASH_ORDER,
-                       "polynomial_multiplication": HASH_ORDER}
+# reasoning-gym's other defects are worked around by the task, and these tests hold it to that: codeio's programs and
+# one of list_functions' generators draw from the global random generators (seeded per entry while it is made,
+# countdown_rl.tasks.reasoning_gym.problems); the scorers of game_of_life_halting (bool(answer)), puzzle24 (not the
+# puzzle's numbers) and coin_flip (any prefix of the value) could be gamed (verifier.OWN_CHECKS).
+IN_PROCESS_XFAIL: dict = {}
+OTHER_PROCESS_XFAIL = {"isomorphic_strings": HASH_ORDER, "ransom_note": HASH_ORDER,
+                       "polynomial_multiplication": HASH_ORDER, "codeio": HASH_OUTPUT}
 
 UNEVALUATED_INTEGRAL = "Integral("
 """intermediate_integration: where sympy could not integrate, reasoning-gym's reference is ``-Integral(f, x) + C``;
@@ -83,9 +77,9 @@ def params(xfails: dict) -> list:
 
 
 def task_of(name: str):
-    # The task refuses datasets with a known defect (DEFECTS, HASH_SEEDED); the walk asks for them anyway, so that the
-    # xfails below keep showing each defect (and fail once a reasoning-gym release fixes it).
-    allow = name in DEFECTS or name in HASH_SEEDED
+    # The task refuses the hash-seeded datasets without a fixed PYTHONHASHSEED; the walk asks for them anyway, so that
+    # the xfails below keep showing the defect (and fail once a reasoning-gym release fixes it).
+    allow = name in HASH_SEEDED
     return get_task("reasoning_gym", [f"datasets={name}", *(["allow_defective=true"] if allow else [])])
 
 
@@ -255,11 +249,9 @@ def test_dataset_generates_splits_and_scores_its_references(name):
     assert task.judge("", first[0]).outcome is Outcome.FAILED
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="reasoning-gym: list_functions' generator 14 draws from the global random module, not the "
-                   "entry's seeded rng, so its entries differ on each regeneration and such rows cannot be scored")
 def test_list_functions_rows_regenerate():
-    # About one row in a hundred comes from generator 14: the walk's few rows may miss it, these do not.
+    # About one row in a hundred comes from generator 14, which draws from the global random module (seeded per entry
+    # by the task): the walk's few rows may miss it, these do not.
     task = task_of("list_functions")
     rows = task.generate(300, seed=0)
     assert [task.row_problem(row) for row in rows] == [None] * len(rows)
@@ -323,3 +315,16 @@ def test_composite_is_refused_and_a_mixture_is_written_with_weights():
     assert task.generate(24, seed=0) == task.generate(24, seed=0)
     train, test, _ = split_rows(task, rows, test_size=0.25, seed=0)
     assert test and not {row["question"] for row in train} & {row["question"] for row in test}
+
+
+def test_hash_seeded_datasets_regenerate_across_processes_under_one_fixed_pythonhashseed(tmp_path):
+    """What the task asks of the hash-seeded datasets (HASH_SEEDED), and what makes them usable: two processes under
+    one fixed PYTHONHASHSEED make the same rows."""
+    names = sorted(HASH_SEEDED)
+    made = []
+    for run in ("first", "second"):
+        out = tmp_path / f"{run}.json"
+        subprocess.run([sys.executable, "-c", OTHER_PROCESS, json.dumps(names), json.dumps({**ROWS, "*": 6}),
+                        str(SEEDS[0]), str(out)], env={**os.environ, "PYTHONHASHSEED": "0"}, check=True, timeout=600)
+        made.append(json.loads(out.read_text()))
+    assert made[0] == made[1] and sorted(made[0]) == names

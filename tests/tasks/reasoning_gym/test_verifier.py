@@ -11,11 +11,12 @@ import pytest
 
 from countdown_rl.tasks.base import Outcome, Verdict
 from countdown_rl.tasks.reasoning_gym import problems
-from countdown_rl.tasks.reasoning_gym.problems import check_datasets, generate_rows
+from countdown_rl.tasks.reasoning_gym.problems import check_datasets, generate_rows, source_entry
 from countdown_rl.tasks.reasoning_gym.verifier import (
     ERROR,
     EVALUATING_SCORERS,
     MAX_ANSWER_CHARS,
+    OWN_CHECKS,
     SCREENED,
     TIMEOUT,
     Score,
@@ -198,7 +199,9 @@ def test_a_screened_answer_scores_0_without_calling_the_scorer(scorer, dataset, 
     assert result == Score(0.0, SCREENED) and verdict.outcome is Outcome.PARTIAL and verdict.reward == 0.0
     assert scorer.calls == []  # never reached reasoning-gym
     assert score_answer(safe, source).failure is None
-    assert scorer.calls == [safe]  # a safe answer does
+    # A safe answer does (after the scorer's one warm-up, outside the deadline, on the reference and "0": our texts).
+    reference = source_entry(source)[2]["answer"]
+    assert scorer.calls[-1] == safe and set(scorer.calls[:-1]) <= {reference, "0"}
 
 
 def test_no_answer_fails_without_calling_the_scorer(scorer):
@@ -292,3 +295,25 @@ def test_runaway_answers_are_bounded(dataset, text):
     result = score_answer(text, source, timeout_seconds=0.2)
     assert result.value == 0.0 and result.failure in (TIMEOUT, SCREENED)
     assert time.perf_counter() - start < 0.2 + 1.5
+
+
+@pytest.mark.parametrize(
+    ("dataset", "gamed"),
+    [
+        ("game_of_life_halting", lambda row, other: "yes"),  # any non-empty text is "True" to bool()
+        ("coin_flip", lambda row, other: "0."),  # a prefix of the probability
+        ("puzzle24", lambda row, other: other["answer"]),  # another puzzle's solution: 24, but not these numbers
+    ],
+)
+def test_answers_that_game_a_scorer_are_wrong_through_our_check(dataset, gamed):
+    """reasoning-gym's own scorer gives these 1.0 (shown first: the check is what makes them wrong); through the task
+    they score 0, and the reference still scores 1.0."""
+    rows = rows_of(dataset, 12, seed=5)
+    row = rows[0]
+    other = next(r for r in rows if sorted(r["answer"]) != sorted(row["answer"]))
+    name, dataset_object, entry = source_entry(row["source"])
+    answer = gamed(row, other)
+    assert name == dataset and dataset_object.score_answer(answer, entry) == 1.0  # the scorer alone is gamed
+    assert not OWN_CHECKS[dataset](answer, entry)
+    assert score_answer(answer, row["source"]) == Score(0.0)
+    assert score_answer(row["answer"], row["source"]) == Score(1.0)
