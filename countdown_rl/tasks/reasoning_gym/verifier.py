@@ -185,18 +185,23 @@ def screen_answer(dataset: str, answer: str, max_chars: int = MAX_ANSWER_CHARS) 
 
 
 _WARMED: set[str] = set()
+WARM_UP_SECONDS = 30.0
+"""Deadline of each warm-up call (:func:`_warm_up`): far above a scorer's first-call cost, still a bound."""
 
 
 def _warm_up(name: str, dataset: Any, entry: Mapping[str, Any]) -> None:
-    """Score the entry's own reference and a wrong answer ("0") once per dataset and process, outside any deadline: a
-    scorer's first calls import and build what they need (sympy's parser and simplifier: a third of a second on a quiet
-    core, seconds on a busy one), which would otherwise run out the first answers' deadline and score them 0."""
+    """Run the dataset's scorer code on the entry's own reference and on "0" (texts of the dataset's and ours, never the
+    model's) once per dataset and process, under a generous deadline of its own: a scorer's first calls import and
+    build what they need (sympy's parser and simplifier: a third of a second on a quiet core, seconds on a busy one),
+    which would otherwise run out the first answers' deadline and score them 0. It calls the scorer's class function,
+    the code whose imports are wanted."""
     if name in _WARMED:
         return
     _WARMED.add(name)
+    scorer = type(dataset).score_answer
     for text in (entry.get("answer"), "0"):
         try:
-            dataset.score_answer(text, entry)
+            run_with_deadline(scorer, WARM_UP_SECONDS, dataset, text, entry)
         except Exception:  # what this scorer cannot read (a None reference, where several are right): imports done
             pass
 

@@ -10,10 +10,10 @@ Per dataset (``composite`` aside: the task refuses it and writes mixtures as ``d
    Where reasoning-gym gives no reference (``answer`` None: several answers are right), the entry's own example
    answer stands in, or, for rush_hour and boxnet, one solved here (a search over the board, a box-by-box plan).
 4. Another process: rows made with another ``PYTHONHASHSEED`` regenerate here (what a later evaluation, a resumed
-   run or another rank does), and that process's reference answers score 1.0 here.
+   run or another rank does), and that process's reference answers score 1.0 here; the datasets whose rows depend on
+   string hashing (``HASH_SEEDED``) are shown under fixed hash seeds instead, at the end.
 
-reasoning-gym's own defects are marked xfail (strict), each with its reason; ``ROWS`` keeps slow generators small so
-the file runs in a few minutes on one core.
+``ROWS`` keeps slow generators small so the file runs in about a minute on one core.
 """
 
 from __future__ import annotations
@@ -45,25 +45,11 @@ ROWS = {"knight_swap": 3, "futoshiki": 4, "sokoban": 4, "puzzle24": 6, "quantum_
         "intermediate_integration": 8}
 """Rows per seed where generating (or scoring) one takes a good part of a second."""
 
-HASH_ORDER = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="reasoning-gym: the generator picks from a set (rng.choice(list(a_set)): of letters in isomorphic_strings "
-    "and ransom_note, of sympy's itermonomials in polynomial_multiplication), so a question depends on the process's "
-    "PYTHONHASHSEED; rows made in one process do not regenerate in another")
-HASH_OUTPUT = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="reasoning-gym: some codeio programs' outputs depend on the process's string hashing (set or dict order), "
-    "so a reference made under one PYTHONHASHSEED differs under another (within a process they repeat: the task seeds "
-    "the global random generators per entry)")
-
-
 # reasoning-gym's other defects are worked around by the task, and these tests hold it to that: codeio's programs and
 # one of list_functions' generators draw from the global random generators (seeded per entry while it is made,
 # countdown_rl.tasks.reasoning_gym.problems); the scorers of game_of_life_halting (bool(answer)), puzzle24 (not the
 # puzzle's numbers) and coin_flip (any prefix of the value) could be gamed (verifier.OWN_CHECKS).
-IN_PROCESS_XFAIL: dict = {}
-OTHER_PROCESS_XFAIL = {"isomorphic_strings": HASH_ORDER, "ransom_note": HASH_ORDER,
-                       "polynomial_multiplication": HASH_ORDER, "codeio": HASH_OUTPUT}
+NAMES = [name for name in dataset_names() if name != COMPOSITE]
 
 UNEVALUATED_INTEGRAL = "Integral("
 """intermediate_integration: where sympy could not integrate, reasoning-gym's reference is ``-Integral(f, x) + C``;
@@ -71,14 +57,9 @@ the screen refuses the name, because its scorer differentiates the answer and so
 x)`` 1.0 on any question: such rows' references score 0 (screened), by design."""
 
 
-def params(xfails: dict) -> list:
-    return [pytest.param(name, marks=xfails[name]) if name in xfails else name
-            for name in dataset_names() if name != COMPOSITE]
-
-
 def task_of(name: str):
-    # The task refuses the hash-seeded datasets without a fixed PYTHONHASHSEED; the walk asks for them anyway, so that
-    # the xfails below keep showing the defect (and fail once a reasoning-gym release fixes it).
+    # The task refuses the hash-seeded datasets without a fixed PYTHONHASHSEED; the walk asks for them anyway (within
+    # one process their rows regenerate like any other's).
     allow = name in HASH_SEEDED
     return get_task("reasoning_gym", [f"datasets={name}", *(["allow_defective=true"] if allow else [])])
 
@@ -205,7 +186,7 @@ def wrong_answers(name: str, references: list[str]) -> list[str]:
 # ----------------------------------------------------------------------------------------------------- the walk
 
 
-@pytest.mark.parametrize("name", params(IN_PROCESS_XFAIL))
+@pytest.mark.parametrize("name", NAMES)
 def test_dataset_generates_splits_and_scores_its_references(name):
     task = task_of(name)
     first, second = (list(generated(name, seed)) for seed in SEEDS)
@@ -288,7 +269,7 @@ def other_process(request, tmp_path_factory):
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("name", params(OTHER_PROCESS_XFAIL))
+@pytest.mark.parametrize("name", [name for name in NAMES if name not in HASH_SEEDED])
 def test_rows_made_in_another_process_regenerate_and_score_here(name, other_process):
     ours = list(generated(name, SEEDS[0]))
     theirs = other_process[name]
@@ -317,14 +298,19 @@ def test_composite_is_refused_and_a_mixture_is_written_with_weights():
     assert test and not {row["question"] for row in train} & {row["question"] for row in test}
 
 
-def test_hash_seeded_datasets_regenerate_across_processes_under_one_fixed_pythonhashseed(tmp_path):
-    """What the task asks of the hash-seeded datasets (HASH_SEEDED), and what makes them usable: two processes under
-    one fixed PYTHONHASHSEED make the same rows."""
+def rows_under_hash_seed(names: list[str], hash_seed: str, out) -> dict:
+    subprocess.run([sys.executable, "-c", OTHER_PROCESS, json.dumps(names), json.dumps({**ROWS, "*": 6}),
+                    str(SEEDS[0]), str(out)], env={**os.environ, "PYTHONHASHSEED": hash_seed}, check=True, timeout=600)
+    return json.loads(out.read_text())
+
+
+def test_hash_seeded_datasets_make_the_same_rows_only_under_one_fixed_pythonhashseed(tmp_path):
+    """reasoning-gym's defect, and what makes these datasets usable: under PYTHONHASHSEED 1 and 2 each makes other rows
+    (its generators pick from a set; codeio's programs print set or dict order), under 0 and 0 the same ones. The hash
+    seeds are fixed, so this holds or fails the same way every run; it fails (as it should) once reasoning-gym's rows
+    stop depending on string hashing, and then HASH_SEEDED should go."""
     names = sorted(HASH_SEEDED)
-    made = []
-    for run in ("first", "second"):
-        out = tmp_path / f"{run}.json"
-        subprocess.run([sys.executable, "-c", OTHER_PROCESS, json.dumps(names), json.dumps({**ROWS, "*": 6}),
-                        str(SEEDS[0]), str(out)], env={**os.environ, "PYTHONHASHSEED": "0"}, check=True, timeout=600)
-        made.append(json.loads(out.read_text()))
-    assert made[0] == made[1] and sorted(made[0]) == names
+    first, second, one, two = (rows_under_hash_seed(names, seed, tmp_path / f"{i}.json")
+                               for i, seed in enumerate(("0", "0", "1", "2")))
+    assert first == second and sorted(first) == names
+    assert [name for name in names if one[name] == two[name]] == []

@@ -199,9 +199,7 @@ def test_a_screened_answer_scores_0_without_calling_the_scorer(scorer, dataset, 
     assert result == Score(0.0, SCREENED) and verdict.outcome is Outcome.PARTIAL and verdict.reward == 0.0
     assert scorer.calls == []  # never reached reasoning-gym
     assert score_answer(safe, source).failure is None
-    # A safe answer does (after the scorer's one warm-up, outside the deadline, on the reference and "0": our texts).
-    reference = source_entry(source)[2]["answer"]
-    assert scorer.calls[-1] == safe and set(scorer.calls[:-1]) <= {reference, "0"}
+    assert scorer.calls == [safe]  # a safe answer does
 
 
 def test_no_answer_fails_without_calling_the_scorer(scorer):
