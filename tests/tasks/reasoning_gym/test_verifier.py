@@ -306,7 +306,7 @@ def test_runaway_answers_are_bounded(dataset, text):
 def test_answers_that_game_a_scorer_are_wrong_through_our_check(dataset, gamed):
     """reasoning-gym's own scorer gives these 1.0 (shown first: the check is what makes them wrong); through the task
     they score 0, and the reference still scores 1.0."""
-    rows = rows_of(dataset, 12, seed=5)
+    rows = rows_of(dataset, 4, seed=5)  # puzzle24's generator takes a tenth of a second a row
     row = rows[0]
     other = next(r for r in rows if sorted(r["answer"]) != sorted(row["answer"]))
     name, dataset_object, entry = source_entry(row["source"])
