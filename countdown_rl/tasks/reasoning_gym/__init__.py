@@ -148,8 +148,10 @@ class ReasoningGymTask(Task):
     def row_problem(self, row: Mapping[str, Any]) -> str | None:
         """Why a row cannot be scored: ``question`` non-empty text, ``source`` regenerating that question."""
         missing = missing_column(row, self.columns)
+        if missing == "'source' is missing":
+            return missing + " (rows this task generates carry it: dataset_name: generated)"
         if missing is not None:
-            return missing + " (rows this task generates carry it: dataset_name: generated)" * (missing == "'source' is missing")
+            return missing
         question = row["question"]
         if not isinstance(question, str) or not question.strip(ASCII_WHITESPACE):
             return f"'question' is {short_repr(question)}, expected non-empty text"

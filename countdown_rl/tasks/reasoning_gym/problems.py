@@ -23,6 +23,7 @@ reasoning-gym is imported on first use (about 3 s), never at import time.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -231,25 +232,20 @@ def check_datasets(datasets: str, config: Mapping[str, Any], levels: Mapping[str
     return tuple(specs)
 
 
+@contextlib.contextmanager
 def _seeded_globals(*key: Any):
-    """A context in which Python's and numpy's global random generators are seeded from ``key``, restored after."""
-    import contextlib
+    """Python's and numpy's global random generators seeded from ``key`` inside the block, restored after."""
+    import numpy as np  # reasoning-gym's dependency: imported where the task is used, not with the package
 
-    import numpy as np
-
-    @contextlib.contextmanager
-    def seeded():
-        digest = hashlib.sha256(repr(key).encode()).digest()
-        python_state, numpy_state = random.getstate(), np.random.get_state()
-        random.seed(digest)
-        np.random.seed(int.from_bytes(digest[:4], "big"))
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            np.random.set_state(numpy_state)
-
-    return seeded()
+    digest = hashlib.sha256(repr(key).encode()).digest()
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    random.seed(digest)
+    np.random.seed(int.from_bytes(digest[:4], "big"))
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
 
 
 @functools.lru_cache(maxsize=64)
