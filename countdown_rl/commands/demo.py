@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pass_k", type=int,
                    help=f"samples a held-out puzzle at temperature {d.pass_temperature:g} for the SFT and RL models' "
                    f"pass@1 and pass@k (default {d.pass_k}; 4 with --quick, 0 with --model_name_or_path; 0: none)")
+    p.add_argument("--expression_eval", type=int,
+                   help="held-out puzzles of the expression pool (the public Countdown data's distribution, where a "
+                   "fixed sum or difference of the numbers solves about 20%%), none trained on, also scored by the SFT "
+                   f"and RL models beside the balanced ones (default {d.expression_eval}; 16 with --quick, 0 with "
+                   "--model_name_or_path or --sampling expression; 0: none)")
     p.add_argument("--sampling", choices=SAMPLINGS, default=d.puzzles.sampling,
                    help="the puzzles: 'balanced' (no target-blind template, e.g. adding the numbers, solves more than "
                    "6%%) or 'expression' (a random expression's value, as in the public Countdown data; a fixed sum or "
@@ -96,6 +101,15 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
     """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
     if args.lora and args.model_name_or_path is None:
         raise ValueError("--lora needs --model_name_or_path (the tiny demo trains its model fully)")
+    if args.expression_eval is not None:
+        if args.expression_eval < 0:
+            raise ValueError(f"--expression_eval must be 0 (none) or a number of puzzles, got {args.expression_eval}")
+        if args.expression_eval and args.model_name_or_path is not None:
+            raise ValueError("--expression_eval is the tiny demo's; with --model_name_or_path the transfer evaluation "
+                             "scores puzzles of the expression pool instead")
+        if args.expression_eval and args.sampling != "balanced":
+            raise ValueError(f"--expression_eval needs --sampling balanced: with --sampling {args.sampling} the "
+                             "held-out puzzles are of the expression pool already")
     device = resolve_device(args.device)  # cuda without a GPU: one line, before anything loads
     if args.model_name_or_path is not None:
         from countdown_rl.demo.pretrained import check_demo_model, pretrained_config
@@ -120,6 +134,8 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         overrides["puzzles"] = replace(overrides["puzzles"], num_eval=args.num_eval)
     if args.num_threads is not None:
         overrides["num_threads"] = args.num_threads
+    if args.expression_eval is not None:
+        overrides["expression_eval"] = args.expression_eval
     if args.pass_k is not None:
         if args.pass_k < 0 or args.pass_k == 1:
             raise ValueError(f"--pass_k must be 0 (no sampled evaluation) or at least 2, got {args.pass_k}")

@@ -64,6 +64,7 @@ from countdown_rl.demo.stages import (
     stage_done,
     token_cells,
     train_rl,
+    unseen_puzzles,
 )
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
@@ -98,8 +99,10 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     """
     # The chat prompt, temperature 0.7 under bf16 autocast, truncated completions masked, zero-advantage ones skipped.
     # No sampled evaluation (pass_k 0): 16 samples of 300 puzzles would take SmolLM2 longer on a CPU than its RL stage.
+    # No expression-pool evaluation: its transfer evaluation scores the assignment's (expression) puzzles instead.
     common = {"model_name_or_path": model, "prompt_template": "chat", "temperature": 0.7, "bf16": True,
-              "mask_truncated_completions": True, "skip_zero_advantage": True, "pass_k": 0}
+              "mask_truncated_completions": True, "skip_zero_advantage": True, "pass_k": 0,
+              "expression_eval": 0}
     if quick:  # one checkpoint, at the end: SmolLM2's (weights and Adam state) is 1.6 GB
         base = DemoConfig(
             **common, puzzles=PuzzleSpec(num_sft=32, num_rl=16, num_eval=8),
@@ -187,16 +190,10 @@ def rollout_keys(backend: str) -> dict[str, Any]:
 
 
 def _transfer_puzzles(config: DemoConfig, trained_on: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    from countdown_rl.tasks.countdown.puzzles import generate_countdown
-
     if config.num_transfer <= 0 or not config.transfer_budgets:
         return []
-    seen = {(int(p["target"]), tuple(sorted(p["nums"]))) for p in trained_on}
-    # Another seed than the demo's pool; more than needed, then the ones trained on are left out.
-    pool = generate_countdown(2 * config.num_transfer + 16, seed=config.seed + 7919, **ASSIGNMENT_PUZZLES)
-    kept = [{"nums": list(p["nums"]), "target": int(p["target"])} for p in pool
-            if (int(p["target"]), tuple(sorted(p["nums"]))) not in seen]
-    return kept[: config.num_transfer]
+    # Another seed than the demo's pool
+    return unseen_puzzles(config.num_transfer, config.seed + 7919, ASSIGNMENT_PUZZLES, trained_on)
 
 
 class _Evaluator:

@@ -14,7 +14,8 @@
    with ``--resume`` to go on.
 4. :func:`combine` reads each run's ``demo_results.json``: per run the best target-blind rule on its held-out
    puzzles, the SFT model's and the RL model's accuracy on them, RL - SFT in points and the exact McNemar p-value
-   (:mod:`countdown_rl.evaluation.paired`, as the demo computed it); per algorithm the mean, sample standard
+   (:mod:`countdown_rl.evaluation.paired`, as the demo computed it), pass@1 / pass@k, the same on the held-out
+   expression-pool puzzles; per algorithm the mean, sample standard
    deviation and range over its seeds. Written to ``<output_dir>/seeds.md`` and ``seeds.json``.
 """
 
@@ -270,6 +271,13 @@ def _read_results(run: SeedRun) -> dict[str, Any]:
     for name, sampled in (("sft", before), ("trained", after)):
         row[f"{name}_pass@1"] = sampled["pass_at_k"]["1"] if k else None
         row[f"{name}_pass@k"] = sampled["pass_at_k"][str(k)] if k else None
+    # the same models on the held-out expression-pool puzzles (None: the run had none)
+    expression = data.get("expression")
+    row["expression"] = None if not expression else {
+        "puzzles": expression["num_puzzles"], "sft_accuracy": expression["sft"]["accuracy"],
+        "trained_accuracy": expression["trained"]["accuracy"], "gain_points": expression["gain_points"],
+        "p_value": expression["paired_test"]["p_value"],
+        "rule_accuracy": expression["blind_rule"]["accuracy"] if expression["blind_rule"] else None}
     return row
 
 
@@ -315,6 +323,8 @@ def combine(runs: Sequence[SeedRun]) -> dict[str, Any]:
             # pass@k after RL - after SFT (RL narrowing the model's samples shows as a negative change)
             "pass_k_change_points": (spread([100 * (row["trained_pass@k"] - row["sft_pass@k"]) for row in mine])
                                      if all(row["pass_k"] for row in mine) else None),
+            "expression_gain_points": (spread([row["expression"]["gain_points"] for row in mine])
+                                       if all(row["expression"] for row in mine) else None),
         }
     return {"runs": rows, "missing": missing, "summary": summary, "table": combined_table(rows, summary)}
 
@@ -330,13 +340,21 @@ def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapp
         return (f"{pct(row['sft_pass@1'])} / {pct(row['sft_pass@k'])} -> "
                 f"{pct(row['trained_pass@1'])} / {pct(row['trained_pass@k'])}")
 
+    def expression(row):
+        e = row.get("expression")
+        if not e:
+            return "—"
+        return (f"{pct(e['sft_accuracy'])} -> {pct(e['trained_accuracy'])} ({e['gain_points']:+.1f}, p "
+                f"{e['p_value']:.3g}; rule {pct(e['rule_accuracy'])})")
+
     table = []
     for row in rows:
         rule = "—" if row["rule"] is None else f"{pct(row['rule_accuracy'])} ({row['rule']})"
         above = "—" if row["above_rule_points"] is None else f"{row['above_rule_points']:+.1f}"
         table.append([str(row["seed"]), display_name(row["algorithm"]), str(row["puzzles"]), rule,
                       pct(row["sft_accuracy"]), pct(row["trained_accuracy"]), f"{row['gain_points']:+.1f}",
-                      f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above, passes(row)])
+                      f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above, passes(row),
+                      expression(row)])
     for algorithm, s in summary.items():
         above = "—" if s["above_rule_points"] is None else _spread_cell(s["above_rule_points"], signed=True)
         change = s["pass_k_change_points"]
@@ -344,12 +362,15 @@ def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapp
                       _spread_cell(s["sft_accuracy_pct"], "%"), _spread_cell(s["trained_accuracy_pct"], "%"),
                       _spread_cell(s["gain_points"], signed=True),
                       f"{s['significant']} of {len(s['seeds'])} below {SIGNIFICANCE}", above,
-                      "—" if change is None else f"pass@k {_spread_cell(change, signed=True)} points"])
+                      "—" if change is None else f"pass@k {_spread_cell(change, signed=True)} points",
+                      "—" if s["expression_gain_points"] is None
+                      else f"{_spread_cell(s['expression_gain_points'], signed=True)} points"])
     ks = sorted({row["pass_k"] for row in rows if row.get("pass_k")})
     return render_markdown_table(
         ["seed", "algorithm", "held-out puzzles", "best target-blind rule", "after SFT", "after RL",
          "RL - SFT, points", "McNemar p (only RL / only SFT)", "after RL - rule, points",
-         f"pass@1 / pass@{'/'.join(map(str, ks)) or 'k'}, SFT -> RL (sampled)"], table)
+         f"pass@1 / pass@{'/'.join(map(str, ks)) or 'k'}, SFT -> RL (sampled)",
+         "expression pool held out: SFT -> RL (points, McNemar p; best target-blind rule)"], table)
 
 
 def write_combined(output_dir: str | Path, combined: Mapping[str, Any]) -> Path:

@@ -13,7 +13,9 @@
    arithmetic but is often wrong, which leaves RL something to fix. Saved to ``sft/``.
 4. Zero-shot evaluation of the SFT model: greedy, at ``max_completion_length``, on the held-out puzzles ->
    ``zero_shot/`` (eval.json, eval.md, samples.jsonl); then ``pass_k`` (16) samples a puzzle at temperature 1.0 ->
-   ``zero_shot_sampled/`` (pass@1 and pass@16: whether RL sharpens the model or narrows it).
+   ``zero_shot_sampled/`` (pass@1 and pass@16: whether RL sharpens the model or narrows it); and greedy on
+   ``expression_eval`` (300) more held-out puzzles of the expression pool (the public data's distribution, where a
+   fixed sum or difference solves ~21%; none in any part) -> ``zero_shot_expression/``.
 5. RL: a ``countdown-rl train`` recipe (:func:`rl_recipe`) run by the one pipeline
    (:func:`countdown_rl.training.pipeline.run_recipe`): ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with
    ``--algorithm dr_grpo``) with the ``countdown`` reward (1.0 correct / 0.1 answer tag / 0.0), 500 steps of 4
@@ -22,10 +24,11 @@
    ``<algorithm>/recipe.yaml``). The run directory is ``<output_dir>/<algorithm>``; checkpoints every
    ``save_steps`` make it resumable (``--resume``).
 6. Final evaluation with the same puzzles and settings -> ``<algorithm>/eval/`` (and sampled ->
-   ``<algorithm>/eval_sampled/``); the zero-shot files are copied to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
+   ``<algorithm>/eval_sampled/``, the expression pool's -> ``<algorithm>/eval_expression/``); the zero-shot files are copied to ``<algorithm>/zero_shot/`` and ``run_info.json`` / ``trainer_state.json`` written, so
    ``countdown-rl report <output_dir>/<algorithm>`` works. A before/after table is printed and
    ``<algorithm>/demo_results.json`` written (in the run's folder: a second algorithm leaves the first's), with
-   the exact McNemar test of RL against SFT on the same puzzles and the best target-blind rule's row.
+   the exact McNemar test of RL against SFT on the same puzzles and the best target-blind rule's row (then the
+   same table on the expression pool's puzzles).
    Accuracy is always the strict Countdown accuracy of :mod:`evaluation`.
 
 The stages are plain functions (:func:`warm_start` = puzzles + base model + :func:`sft_warmup_on_traces`;
@@ -68,6 +71,10 @@ RECIPE_FILE = "recipe.yaml"  # in the RL run's folder: the recipe it ran, for co
 # the sampled evaluations (pass@k): the SFT model's in <output_dir>, the RL model's in its run folder
 ZERO_SHOT_SAMPLED_DIR, FINAL_SAMPLED_DIR = "zero_shot_sampled", "eval_sampled"
 TRACES = ("solver", "search")  # SFT completions: puzzles.solver_trace or puzzles.search_trace
+# the expression-pool evaluations (DemoConfig.expression_eval): the SFT model's in <output_dir>, the RL model's in its
+# run folder; their puzzles come from another seed than the demo's pool (EXPRESSION_SEED = seed + this)
+ZERO_SHOT_EXPRESSION_DIR, FINAL_EXPRESSION_DIR = "zero_shot_expression", "eval_expression"
+EXPRESSION_SEED = 104729
 
 
 class RunStopped(Exception):
@@ -163,6 +170,11 @@ class DemoConfig:
     # so the table shows whether RL sharpened the model (pass@1 up) or narrowed it (pass@k down)
     pass_k: int = 16
     pass_temperature: float = 1.0
+    # Held-out puzzles of the expression pool (a random expression's value: the public Countdown data's distribution,
+    # where a fixed sum or difference of the numbers solves ~21%), none trained on, also scored greedily by the SFT
+    # and RL models beside the balanced held-out part: the gain on the distribution users know (0: none; only with
+    # balanced puzzles, whose held-out part is not that pool already)
+    expression_eval: int = 300
     # Evaluation and machine
     eval_batch_size: int = 150
     num_threads: int = 2
@@ -209,6 +221,7 @@ def quick_config(**overrides: Any) -> DemoConfig:
         in_training_eval=16,
         eval_batch_size=32,
         pass_k=4,
+        expression_eval=16,
         quick=True,
     )
     return replace(base, **overrides)
@@ -362,6 +375,39 @@ def demo_puzzles(spec: PuzzleSpec, seed: int = 0) -> dict[str, list[dict[str, An
         "rl": train_rows[spec.num_sft:],
         "eval": [{"nums": list(r["nums"]), "target": int(r["target"])} for r in test],
     }
+
+
+def unseen_puzzles(count: int, seed: int, generator_kwargs: Mapping[str, Any],
+                   seen: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``count`` generated puzzles (``generate_countdown(..., seed=seed, **generator_kwargs)``), none of them in
+    ``seen`` (the same target and numbers); a ValueError when fewer are left.
+
+    >>> shape = {"min_numbers": 3, "max_numbers": 3, "max_number": 9, "max_target": 20}
+    >>> first = unseen_puzzles(4, 0, shape, [])
+    >>> [p in first for p in unseen_puzzles(4, 0, shape, first[:2])]
+    [False, False, False, False]
+    """
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+
+    if count <= 0:
+        return []
+    known = {(int(p["target"]), tuple(sorted(p["nums"]))) for p in seen}
+    pool = generate_countdown(2 * count + 16, seed=seed, **generator_kwargs)  # more than needed: some were seen
+    kept = [{"nums": list(p["nums"]), "target": int(p["target"])} for p in pool
+            if (int(p["target"]), tuple(sorted(p["nums"]))) not in known]
+    if len(kept) < count:
+        raise ValueError(f"only {len(kept)} of {len(pool)} generated puzzles are not already used, {count} wanted")
+    return kept[:count]
+
+
+def expression_puzzles(config: DemoConfig, puzzles: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """``config.expression_eval`` puzzles of the demo's shape from the expression pool, none in any of the demo's
+    parts (``puzzles``), fixed per seed; none when the demo's own puzzles are not balanced."""
+    if config.puzzles.sampling != "balanced":
+        return []
+    shape = replace(config.puzzles, sampling="expression").generator_kwargs()
+    return unseen_puzzles(config.expression_eval, config.seed + EXPRESSION_SEED, shape,
+                          [p for part in ("sft", "rl", "eval") for p in puzzles[part]])
 
 
 def trace_examples(puzzles: Sequence[Mapping[str, Any]], *, trace: str = "solver", template: str = "r1_zero",
@@ -744,7 +790,9 @@ def warm_start(config: DemoConfig) -> WarmStart:
     base_dir, sft_dir = out / "base", out / "sft"
     print_header(f"puzzles: {config.puzzles.describe()}")
     puzzles = demo_puzzles(config.puzzles, config.seed)
-    print(f"{len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held out")
+    puzzles["expression"] = expression_puzzles(config, puzzles)
+    also = f" (and {len(puzzles['expression'])} of the expression pool)" if puzzles["expression"] else ""
+    print(f"{len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held out{also}")
 
     record = sft_record(config)
     base_record = record["base"]
@@ -765,23 +813,27 @@ def warm_start(config: DemoConfig) -> WarmStart:
     return WarmStart(puzzles, sft_dir, record)
 
 
-def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int]) -> list:
-    """Greedy evaluation of the SFT model on the held-out puzzles at ``budgets`` -> ``<output_dir>/zero_shot``;
-    with ``config.resume`` an evaluation of the same SFT model at the same budgets is read back instead."""
+def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int], part: str = "eval") -> list:
+    """Greedy evaluation of the SFT model on the held-out puzzles (``part`` "eval"; "expression": the expression
+    pool's) at ``budgets`` -> ``<output_dir>/zero_shot`` (``zero_shot_expression``); with ``config.resume`` an
+    evaluation of the same SFT model on the same puzzles at the same budgets is read back instead."""
     from countdown_rl.evaluation.eval_files import read_eval
 
-    zero_dir = Path(config.output_dir) / ZERO_SHOT_DIR
-    budgets = sorted(set(budgets))
+    out = Path(config.output_dir)
+    zero_dir = out / (ZERO_SHOT_DIR if part == "eval" else ZERO_SHOT_EXPRESSION_DIR)
+    puzzles, budgets = warm.puzzles[part], sorted(set(budgets))
+    stage = warm.record if part == "eval" else {**warm.record, "part": part, "count": len(puzzles)}
     previous = read_json_or_none(zero_dir / EVAL_JSON)
-    if (config.resume and isinstance(previous, dict) and previous.get("meta", {}).get("demo_stage") == warm.record
+    if (config.resume and isinstance(previous, dict) and previous.get("meta", {}).get("demo_stage") == stage
             and [r.get("max_tokens") for r in previous.get("results", [])] == budgets):
         print_header(f"zero-shot evaluation: reusing {zero_dir}")
         return read_eval(zero_dir)["results"]
-    print_header(f"zero-shot evaluation of the SFT model: {len(warm.puzzles['eval'])} held-out puzzles, greedy, "
-            f"{' / '.join(map(str, budgets))} tokens -> {zero_dir}")
-    meta = {"model": str(warm.sft_dir), "dataset": config.puzzles.describe(), "stage": "zero_shot",
-            "demo_stage": warm.record}
-    return evaluate_stage(str(warm.sft_dir), None, warm.puzzles["eval"], budgets=budgets, out_dir=zero_dir,
+    which = "held-out" if part == "eval" else "held-out expression-pool"
+    print_header(f"zero-shot evaluation of the SFT model: {len(puzzles)} {which} puzzles, greedy, "
+                 f"{' / '.join(map(str, budgets))} tokens -> {zero_dir}")
+    meta = {"model": str(warm.sft_dir), "dataset": config.puzzles.describe() if part == "eval" else
+            replace(config.puzzles, sampling="expression").describe(), "stage": zero_dir.name, "demo_stage": stage}
+    return evaluate_stage(str(warm.sft_dir), None, puzzles, budgets=budgets, out_dir=zero_dir,
                           meta=meta, batch_size=config.eval_batch_size, show_progress=not config.quick,
                           device=device_of(config))
 
@@ -848,6 +900,16 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
         trained["sampled"] = sampled_evaluation(
             config, run.model, run.trainer.processing_class, puzzles["eval"], run_dir / FINAL_SAMPLED_DIR,
             {"model": str(run_dir), "stage": "final_sampled", "algorithm": config.algorithm})
+        if puzzles.get("expression"):
+            print_header(f"evaluation after {name} on the held-out expression-pool puzzles -> "
+                         f"{run_dir / FINAL_EXPRESSION_DIR}")
+            [trained["expression"]] = evaluate_stage(
+                run.model, run.trainer.processing_class, puzzles["expression"], budgets=[budget],
+                out_dir=run_dir / FINAL_EXPRESSION_DIR,
+                meta={"model": str(run_dir), "dataset": replace(config.puzzles, sampling="expression").describe(),
+                      "stage": FINAL_EXPRESSION_DIR, "algorithm": config.algorithm},
+                batch_size=config.eval_batch_size, show_progress=not config.quick,
+            )
         return trained["result"]
 
     # the final evaluation, then the model card (which shows it) and the status: run_recipe's last steps
@@ -889,6 +951,8 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
                                         out / ZERO_SHOT_SAMPLED_DIR, {"model": str(warm.sft_dir),
                                                                       "stage": "zero_shot_sampled",
                                                                       "demo_stage": warm.record})
+    [before_expression] = zero_shot_stage(config, warm, [budget], part="expression") if warm.puzzles["expression"] \
+        else [None]
     timings["zero_shot_eval_s"] = time.time() - t
     t = time.time()
     trained = rl_stage(config, warm, run_dir, run_info={"placement": placement})
@@ -900,6 +964,22 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
     sampled = (before_sampled, trained.get("sampled"))
     table = results_table(before, after, config.algorithm, trained["global_step"], blind, blind_after, sampled)
     paired = paired_test(zero_dir, run_dir / FINAL_EVAL_DIR, budget)
+    expression = None
+    if before_expression is not None:
+        expression_dirs = (out / ZERO_SHOT_EXPRESSION_DIR, run_dir / FINAL_EXPRESSION_DIR)
+        blinds = [blind_rule_of(path) for path in expression_dirs]
+        after_expression = trained["expression"]
+        expression = {
+            "num_puzzles": len(puzzles["expression"]),
+            "paths": {"zero_shot": str(expression_dirs[0]), "eval": str(expression_dirs[1])},
+            "dataset": replace(config.puzzles, sampling="expression").describe(),
+            "sft": before_expression.to_dict(), "trained": after_expression.to_dict(),
+            "gain_points": 100 * (after_expression.accuracy - before_expression.accuracy),
+            "paired_test": paired_test(*expression_dirs, budget),
+            "blind_rule": blind_rule_by_model({"sft": blinds[0], "trained": blinds[1]}),
+            "table": results_table(before_expression, after_expression, config.algorithm, trained["global_step"],
+                                   *blinds),
+        }
     results = {
         "command": PROG,
         "algorithm": config.algorithm,
@@ -914,6 +994,8 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         "sft_sampled": None if sampled[0] is None else sampled[0].to_dict(),
         "trained_sampled": None if sampled[1] is None else sampled[1].to_dict(),
         "blind_rule": blind_rule_by_model({"sft": blind, "trained": blind_after}),
+        # the same two models on the held-out expression-pool puzzles (None: none, DemoConfig.expression_eval)
+        "expression": expression,
         "global_step": trained["global_step"],
         "resumed_from": trained["resumed_from"],
         "paths": {"base": str(out / "base"), "sft": str(sft_dir), "zero_shot": str(zero_dir), "run": str(run_dir),
@@ -933,6 +1015,14 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
           f"only RL solved, {paired['only_b']} only SFT) on {len(puzzles['eval'])} puzzles, {budget} tokens, "
           f"in {timings['total_s']:.0f} s; the best target-blind rule solves "
           f"{'?' if blind is None else format(100 * blind['accuracy'], '.1f')}%")
+    if expression is not None:
+        e_paired, e_blind = expression["paired_test"], expression["blind_rule"]
+        print(f"\nthe same models on {expression['num_puzzles']} held-out puzzles of the expression pool (the public "
+              f"Countdown data's distribution; none trained on):")
+        print(expression["table"])
+        print(f"\naccuracy {100 * before_expression.accuracy:.1f}% -> {100 * trained['expression'].accuracy:.1f}% "
+              f"({expression['gain_points']:+.1f} points; McNemar p = {e_paired['p_value']:.3g}); the best "
+              f"target-blind rule solves {'?' if e_blind is None else format(100 * e_blind['accuracy'], '.1f')}%")
     print(f"files: {run_dir / RESULTS_FILE}; SFT model {sft_dir}; RL run {run_dir} "
           f"(model, checkpoints, eval/, zero_shot/); report: countdown-rl report {run_dir}")
     return results

@@ -47,6 +47,11 @@ def _write_results(folder: Path, seed: int, algorithm: str, before: list[bool], 
         "blind_rule": blind_rule_by_model({"sft": rule, "trained": rule}), "global_step": 4,
         "config": {"seed": seed, "algorithm": algorithm},
         "sft_sampled": _sampled(0.1, 0.6 + seed / 100), "trained_sampled": _sampled(0.15, 0.58 + seed / 100),
+        # on 100 expression-pool puzzles: SFT 30 + seed correct, RL 4 more (only RL solved 4)
+        "expression": {"num_puzzles": 100, "sft": {"accuracy": (30 + seed) / 100},
+                       "trained": {"accuracy": (34 + seed) / 100}, "gain_points": 4.0,
+                       "paired_test": paired_counts(_outcomes(34 + seed), _outcomes(30 + seed)),
+                       "blind_rule": {**rule, "accuracy": 0.21}},
     }
     (folder / algorithm).mkdir(parents=True, exist_ok=True)
     (folder / algorithm / RESULTS_FILE).write_text(json.dumps(results))
@@ -87,11 +92,13 @@ def test_combine_tabulates_each_run_then_mean_and_spread(tmp_path):
     lines = combined["table"].splitlines()
     assert lines[0].startswith("| seed | algorithm | held-out puzzles | best target-blind rule | after SFT | after RL")
     assert ("| 0 | GRPO | 100 | 10.0% (x1 + (x2 + x3)) | 20.0% | 30.0% | +10.0 | 0.00195 (10 / 0) | +20.0 | "
-            "10.0% / 60.0% -> 15.0% / 58.0% |") in lines
-    assert lines[0].endswith("| pass@1 / pass@16, SFT -> RL (sampled) |")
+            "10.0% / 60.0% -> 15.0% / 58.0% | 30.0% -> 34.0% (+4.0, p 0.125; rule 21.0%) |") in lines
+    assert lines[0].endswith("| pass@1 / pass@16, SFT -> RL (sampled) | expression pool held out: SFT -> RL (points, "
+                             "McNemar p; best target-blind rule) |")
     assert grpo["pass_k_change_points"]["mean"] == pytest.approx(-2.0)
-    assert any(line.startswith("| mean of 3 | GRPO |") and line.endswith("| pass@k -2.0 (sd 0.0; -2.0 to -2.0) points |")
-               for line in lines)
+    assert grpo["expression_gain_points"]["mean"] == pytest.approx(4.0)
+    assert any(line.startswith("| mean of 3 | GRPO |") and line.endswith(
+        "| pass@k -2.0 (sd 0.0; -2.0 to -2.0) points | +4.0 (sd 0.0; +4.0 to +4.0) points |") for line in lines)
     assert any(line.startswith("| mean of 3 | GRPO |") and "+7.0 (sd 3.6; +3.0 to +10.0)" in line
                and "2 of 3 below 0.05" in line for line in lines)
     written_md = seeds.write_combined(tmp_path, combined)

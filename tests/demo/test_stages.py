@@ -43,8 +43,14 @@ def quick_runs(tmp_path_factory):
     return out, (first, first_files), resumed
 
 
-def _table_rows(stdout: str) -> list[list[str]]:
-    rows = [line for line in stdout.splitlines() if line.startswith("| SFT warm-up") or line.startswith("| after ")]
+EXPRESSION_TABLE = "held-out puzzles of the expression pool"  # the line above the demo's second table
+
+
+def _table_rows(stdout: str, expression: bool = False) -> list[list[str]]:
+    """The SFT and RL rows of the demo's table (``expression``: of its second table, on the expression pool)."""
+    before, _, after = stdout.partition(EXPRESSION_TABLE)
+    rows = [line for line in (after if expression else before).splitlines()
+            if line.startswith("| SFT warm-up") or line.startswith("| after ")]
     return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
 
 
@@ -57,7 +63,8 @@ def test_quick_demo_writes_every_file(quick_runs):
         out / "sft" / "model.safetensors", out / "sft" / "run_info.json",
         *(out / "zero_shot" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
         *(run / "eval" / name for name in ("eval.json", "eval.md", "samples.jsonl")),
-        *(folder / name for folder in (out / demo.ZERO_SHOT_SAMPLED_DIR, run / demo.FINAL_SAMPLED_DIR)
+        *(folder / name for folder in (out / demo.ZERO_SHOT_SAMPLED_DIR, run / demo.FINAL_SAMPLED_DIR,
+                                       out / demo.ZERO_SHOT_EXPRESSION_DIR, run / demo.FINAL_EXPRESSION_DIR)
           for name in ("eval.json", "samples.jsonl")),
         run / "zero_shot" / "eval.json", run / "run_info.json", run / "trainer_state.json",
         run / "model.safetensors", run / "checkpoint-2" / "trainer_state.json", run / demo.RESULTS_FILE,
@@ -197,7 +204,8 @@ def test_table_and_results_match_the_eval_files(quick_runs):
     assert blinds[0]["rule"] == blinds[1]["rule"]
     assert first["blind_rule"] == {**{k: v for k, v in blinds[0].items() if k != "by_budget"},
                                    "by_model": {"sft": blinds[0]["by_budget"], "trained": blinds[1]["by_budget"]}}
-    [rule_row] = [line for line in stdout.splitlines() if line.startswith("| best target-blind rule")]
+    [rule_row] = [line for line in stdout.partition(EXPRESSION_TABLE)[0].splitlines()
+                  if line.startswith("| best target-blind rule")]
     assert f"| {format_percent(blinds[0]['accuracy'])} |" in rule_row
     # RL against SFT, paired on the same puzzles, from the samples themselves.
     samples = [[json.loads(line)["outcome"] == "correct"
@@ -231,6 +239,77 @@ def test_resume_continues_from_the_newest_checkpoint(quick_runs):
     assert results["trained"] == trained
     [_, after] = _table_rows(stdout)
     assert after[1] == format_percent(trained["accuracy"])
+
+
+def test_the_expression_pool_table_is_the_two_models_on_unseen_expression_puzzles(quick_runs):
+    """The second table: the SFT and RL models on held-out puzzles of the expression pool, none in any of the demo's
+    parts, the same puzzles before and after; its cells, its McNemar test and its blind rule from the eval files. The
+    resumed run (read here) reused the SFT model's evaluation and wrote the RL model's anew."""
+    from countdown_rl.evaluation.eval_files import read_samples
+    from countdown_rl.evaluation.paired import paired_counts
+    from countdown_rl.tasks.countdown.blind import best_blind_rule
+
+    out, _, (code, stdout) = quick_runs
+    assert code == 0
+    config = demo.quick_config()
+    results = json.loads((out / "grpo" / demo.RESULTS_FILE).read_text())["expression"]
+    folders = (out / demo.ZERO_SHOT_EXPRESSION_DIR, out / "grpo" / demo.FINAL_EXPRESSION_DIR)
+    assert results["paths"] == {"zero_shot": str(folders[0]), "eval": str(folders[1])}
+    assert f"zero-shot evaluation: reusing {folders[0]}" in stdout
+    budget = config.max_completion_length
+    samples = [read_samples(folder, budget) for folder in folders]
+    puzzles = [(tuple(r["nums"]), r["target"]) for r in samples[0]]
+    assert puzzles == [(tuple(r["nums"]), r["target"]) for r in samples[1]]
+    assert len(set(puzzles)) == results["num_puzzles"] == config.expression_eval
+    parts = demo.demo_puzzles(config.puzzles, seed=0)
+    seen = {(p["target"], tuple(sorted(p["nums"]))) for part in parts.values() for p in part}
+    assert not seen & {(target, tuple(sorted(nums))) for nums, target in puzzles}
+    assert "(expression)" in results["dataset"]
+    # the pool's bias shows: its blind rule solves more than the balanced parts' cap
+    rule = best_blind_rule([{"nums": list(nums), "target": target} for nums, target in puzzles])
+    assert results["blind_rule"]["rule"] == rule.describe() and results["blind_rule"]["accuracy"] == rule.accuracy
+    correct = [[r["outcome"] == "correct" for r in rows] for rows in samples]
+    assert results["paired_test"] == paired_counts(correct[1], correct[0])
+    for key, folder in zip(("sft", "trained"), folders):
+        assert results[key] == read_eval(folder)["results"][0].to_dict()
+    assert results["gain_points"] == pytest.approx(100 * (results["trained"]["accuracy"] - results["sft"]["accuracy"]))
+    [before, after] = _table_rows(stdout, expression=True)
+    assert (before[1], after[1]) == (format_percent(results["sft"]["accuracy"]),
+                                     format_percent(results["trained"]["accuracy"]))
+    [rule_row] = [line for line in stdout.partition(EXPRESSION_TABLE)[2].splitlines()
+                  if line.startswith("| best target-blind rule")]
+    assert f"| {format_percent(rule.accuracy)} |" in rule_row
+    assert f"McNemar p = {results['paired_test']['p_value']:.3g}); the best target-blind rule solves" in stdout
+
+
+def test_expression_puzzles_are_unseen_fixed_per_seed_and_only_beside_balanced_ones():
+    config = demo.quick_config(expression_eval=40)
+    parts = demo.demo_puzzles(config.puzzles, seed=0)
+    extra = demo.expression_puzzles(config, parts)
+    assert len(extra) == 40 and extra == demo.expression_puzzles(config, parts)
+    assert extra != demo.expression_puzzles(replace(config, seed=1), demo.demo_puzzles(config.puzzles, seed=1))
+    seen = {(p["target"], tuple(sorted(p["nums"]))) for part in parts.values() for p in part}
+    assert not seen & {(p["target"], tuple(sorted(p["nums"]))) for p in extra}
+    # a puzzle of the demo's parts that the expression pool draws too is left out, not evaluated
+    clash = demo.expression_puzzles(config, {"sft": extra[:5], "rl": [], "eval": []})
+    assert not {(p["target"], tuple(p["nums"])) for p in extra[:5]} & {(p["target"], tuple(p["nums"])) for p in clash}
+    assert demo.expression_puzzles(replace(config, puzzles=replace(config.puzzles, sampling="expression")), parts) == []
+    assert demo.expression_puzzles(replace(config, expression_eval=0), parts) == []
+    from countdown_rl.tasks.countdown.puzzles import generate_countdown
+
+    shape = demo.PuzzleSpec().generator_kwargs()
+    with pytest.raises(ValueError, match="only 0 of 18 generated puzzles are not already used, 1 wanted"):
+        demo.unseen_puzzles(1, 0, shape, generate_countdown(18, seed=0, **shape))  # it draws 2 x 1 + 16
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--expression_eval", "-1"], "--expression_eval must be 0 (none) or a number of puzzles, got -1"),
+    (["--expression_eval", "5", "--sampling", "expression"], "--expression_eval needs --sampling balanced"),
+    (["--expression_eval", "5", "--model_name_or_path", "smollm2"], "--expression_eval is the tiny demo's"),
+])
+def test_bad_expression_eval_is_one_line_before_anything_loads(argv, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        demo_cli.config_from_args(demo_cli.build_parser().parse_args(argv))
 
 
 def test_report_reads_the_run_with_its_zero_shot(quick_runs, tmp_path):
