@@ -1,4 +1,5 @@
-"""The sweep that the slow tier's runner and report tests share (one per package: three invocations, ~90 s)."""
+"""The sweep that the slow tier's runner tests and the report's of it share (all in test_runner.py: one worker makes it;
+three invocations, ~90 s alone)."""
 
 from __future__ import annotations
 
