@@ -1,9 +1,12 @@
 """The environment of a test's subprocess: offline (no Hub, no telemetry), one thread, this checkout importable, and
 Python's fault handler on (a process that dies of a signal prints its threads' Python stacks); a failed process's
-output for an assertion message, its crash dumps first."""
+output for an assertion message, its crash dumps first; a process that hangs made to print its stacks too."""
 
+import contextlib
 import os
 import re
+import signal
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
@@ -53,3 +56,47 @@ def hang_guard(seconds: float) -> float:
     share its core with the other worker's multi-process test (a budget-curriculum study that takes 200 s alone took
     over 400 s beside the SLURM tests' six training processes)."""
     return 3 * seconds
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process ``pid`` started, and theirs (from ``/proc``), parents before children."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])  # after "pid (name)": state, then the parent
+        except (OSError, IndexError, ValueError):  # ended meanwhile
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(0), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def run_or_dump(command: list[str], timeout: float, **popen) -> subprocess.CompletedProcess:
+    """``subprocess.run(command, capture_output=True, text=True, timeout=timeout, **popen)``, except for a process that
+    is still running at ``timeout``: it and every process it started get SIGABRT, on which Python's fault handler
+    (``PYTHONFAULTHANDLER``, :func:`offline_env`) prints each thread's stack, then SIGKILL; an AssertionError then
+    carries those stacks (:func:`crash_report`). A hung rank thus says where it waits, as a crashed one does."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            tree = [process.pid, *descendants(process.pid)]
+            for pid in reversed(tree):  # the ranks before their launcher, which might otherwise kill them first
+                with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+                    os.kill(pid, signal.SIGABRT)
+            try:
+                out, err = process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                for pid in tree:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                out, err = process.communicate()
+            raise AssertionError(f"still running after {timeout:.0f} s, so each of its {len(tree)} processes was sent "
+                                 f"SIGABRT (its threads' stacks follow): {' '.join(command[:6])} ...\n"
+                                 f"{crash_report(err + out, 6000)}") from None
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+

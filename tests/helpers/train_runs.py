@@ -12,7 +12,6 @@ import hashlib
 import json
 import random
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,7 +22,7 @@ import torch
 from countdown_rl.commands.train import main
 from countdown_rl.runs.guard import LOCK_FILE
 from countdown_rl.tasks.countdown.rewards import REWARD_FUNCS, completion_text
-from tests.helpers.env import ROOT, hang_guard, offline_env
+from tests.helpers.env import ROOT, hang_guard, offline_env, run_or_dump
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 SMOKE_LORA = ROOT / "recipes" / "smoke" / "cpu_tiny_lora.yaml"
@@ -179,6 +178,5 @@ def accelerate_launch(launcher: list[str], script: list[str], *train_args: str, 
     """``accelerate launch <launcher> <script> <train_args>`` as a process on a free port, offline; its result."""
     command = [sys.executable, "-m", "accelerate.commands.launch", *launcher, "--main_process_port", str(free_port()),
                *script, *train_args]
-    return subprocess.run(command, cwd=ROOT, env=offline_env(), capture_output=True, text=True,
-                          timeout=hang_guard(timeout))
+    return run_or_dump(command, hang_guard(timeout), cwd=ROOT, env=offline_env())
 

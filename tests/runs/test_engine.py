@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from countdown_rl.runs.engine import Engine, LaunchError, check_launch
-from tests.helpers.env import ROOT, crash_report, offline_env
+from tests.helpers.env import ROOT, crash_report, offline_env, run_or_dump
 from tests.helpers.train_runs import DDP_LAUNCH, FAULT_RUN, FSDP2_LAUNCH, accelerate_launch, free_port
 
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
@@ -217,6 +217,20 @@ def test_a_rank_that_crashes_leaves_its_python_stack_in_the_failure_output(tiny_
     stack = "\n".join(line for line in report if line.startswith("crash: "))
     assert 'fault_run.py", line' in stack and "in toy_dense_reward" in stack, stack[-3000:]
     assert not (tmp_path / "crashed" / "model.safetensors").exists()
+
+
+def test_a_launch_that_hangs_leaves_every_process_stack_in_the_failure_output():
+    """A process that outlives its timeout, and the one it started (as a launcher and its rank), each print where
+    they wait: the test's failure message holds both stacks (run_or_dump: SIGABRT, then the fault handler)."""
+    rank = "import time\ndef wait_for_the_other_rank():\n    time.sleep(600)\nwait_for_the_other_rank()\n"
+    launcher = (f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {rank!r}])\n"
+                "def wait_for_the_rank():\n    time.sleep(600)\nwait_for_the_rank()\n")
+    with pytest.raises(AssertionError) as failure:
+        run_or_dump([sys.executable, "-c", launcher], timeout=3, env=offline_env())
+    message = str(failure.value)
+    assert message.startswith("still running after 3 s, so each of its 2 processes was sent SIGABRT"), message
+    assert message.count("crash: Fatal Python error: Aborted") == 2, message
+    assert "in wait_for_the_rank" in message and "in wait_for_the_other_rank" in message, message
 
 
 @pytest.mark.slow
