@@ -23,7 +23,7 @@ with the same settings (refused otherwise); ``--resume`` reuses every finished r
 written last, records its settings and seconds) and continues the others from their checkpoints.
 
     python benchmarks/budget_curriculum.py --sft-from outputs/toy-replication --jobs 2   # both studies, 2 cores
-    python benchmarks/budget_curriculum.py --quick    # smoke check: the same pipeline, a few steps, tiny sizes
+    python benchmarks/budget_curriculum.py --quick    # smoke check: the same pipeline, a few steps, tiny sizes, 6 runs
 """
 
 from __future__ import annotations
@@ -81,12 +81,14 @@ def study_config(args: argparse.Namespace) -> demo.DemoConfig:
     return replace(config, **overrides)
 
 
-def plan_runs(base: demo.DemoConfig, seeds: list[int], long_budget: int) -> list[tuple[str, demo.DemoConfig, dict]]:
-    """``(run folder name, config, study record)`` for every run of (a) then (b)."""
+def plan_runs(base: demo.DemoConfig, seeds: list[int], long_budget: int,
+              fixed: tuple[int, ...] = BUDGETS) -> list[tuple[str, demo.DemoConfig, dict]]:
+    """``(run folder name, config, study record)`` for every run of (a) (the curriculum, then a fixed budget of each
+    of ``fixed``) then (b)."""
     runs = []
     schedule = thirds_schedule(list(BUDGETS), base.max_steps)
     for part, variants in (
-        ("a", [("curriculum", max(BUDGETS), schedule)] + [(f"fixed-{b}", b, None) for b in BUDGETS]),
+        ("a", [("curriculum", max(BUDGETS), schedule)] + [(f"fixed-{b}", b, None) for b in fixed]),
         ("b", [(f"fixed-{long_budget}", long_budget, None)]),
     ):
         for algorithm in ALGORITHMS:
@@ -298,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                         "unfinished runs from their checkpoints")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # internal (--jobs): train only this planned run
     parser.add_argument("--quick", action="store_true",
-                        help="smoke check (a minute or two): the demo's --quick sizes, 3 steps, one seed")
+                        help="smoke check (a minute or two): the demo's --quick sizes, 3 steps, one seed, (a) against "
+                        f"the fixed budget of {BUDGETS[-1]} only")
     args = parser.parse_args(argv)
     args.seeds = args.seeds or ([0] if args.quick else list(SEEDS))
     if args.long_budget is None:
@@ -315,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     parts = sorted(set(args.part or ["a", "b"]))
     threads = args.threads or (1 if args.jobs > 1 else 2)
     base = replace(study_config(args), num_threads=threads)
-    plan = [r for r in plan_runs(base, args.seeds, args.long_budget) if r[2]["part"] in parts]
+    # --quick: (a)'s curriculum against the fixed budget it ends at only (the pipeline is the same for every budget)
+    fixed = BUDGETS[-1:] if args.quick else BUDGETS
+    plan = [r for r in plan_runs(base, args.seeds, args.long_budget, fixed) if r[2]["part"] in parts]
     plan = [(name, replace(config, resume=args.resume), study) for name, config, study in plan]
     if args.run is not None and args.run not in [name for name, _, _ in plan]:
         parser.error(f"--run {args.run} is not a planned run of this study")

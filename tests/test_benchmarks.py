@@ -173,7 +173,7 @@ def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
     assert summary["schedule"] == [[0, 40], [1, 48], [2, 64]] and summary["seeds"] == [0]
     runs = summary["runs"]
     assert sorted((r["part"], r["algorithm"], r["label"]) for r in runs) == sorted(
-        [("a", a, label) for a in ("grpo", "dr_grpo") for label in ("curriculum", "fixed-40", "fixed-48", "fixed-64")]
+        [("a", a, label) for a in ("grpo", "dr_grpo") for label in ("curriculum", "fixed-64")]  # --quick: one fixed
         + [("b", a, f"fixed-{summary['long_budget']}") for a in ("grpo", "dr_grpo")])
     for run in runs:
         run_dir = out / run["run"]
@@ -201,7 +201,7 @@ def test_budget_curriculum_quick_writes_tables_from_the_runs_files(tmp_path):
     for run in runs:
         assert (out / "logs" / f"{run['run']}.log").is_file() and run["seconds"] > 0
     rows = [line for line in markdown.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 2 + 8 + 2  # two headers, (a) 2 algorithms x 4 budgets, (b) 2 algorithms
+    assert len(rows) == 2 + 4 + 2  # two headers, (a) 2 algorithms x (curriculum, fixed-64), (b) 2 algorithms
     assert "| GRPO | curriculum | 0 | 40 -> 48 -> 64 |" in markdown
     lengths = (out / "long_budget_lengths.csv").read_text().splitlines()
     assert len(lengths) == 1 + 2 * 3 == 1 + summary["lengths_csv_rows"]  # (b) runs x steps
