@@ -15,7 +15,7 @@
    ``zero_shot/`` (eval.json, eval.md, samples.jsonl); then ``pass_k`` (16) samples a puzzle at temperature 1.0 ->
    ``zero_shot_sampled/`` (pass@1 and pass@16: whether RL sharpens the model or narrows it); and greedy on
    ``expression_eval`` (300) more held-out puzzles of the expression pool (the public data's distribution, where a
-   fixed sum or difference solves ~21%; none in any part) -> ``zero_shot_expression/``.
+   fixed sum or difference solves a fifth or more; none in any part) -> ``zero_shot_expression/``.
 5. RL: a ``countdown-rl train`` recipe (:func:`rl_recipe`) run by the one pipeline
    (:func:`countdown_rl.training.pipeline.run_recipe`): ``CountdownGRPOTrainer`` (GRPO, or Dr.GRPO with
    ``--algorithm dr_grpo``) with the ``countdown`` reward (1.0 correct / 0.1 answer tag / 0.0), 500 steps of 4
@@ -171,7 +171,7 @@ class DemoConfig:
     pass_k: int = 16
     pass_temperature: float = 1.0
     # Held-out puzzles of the expression pool (a random expression's value: the public Countdown data's distribution,
-    # where a fixed sum or difference of the numbers solves ~21%), none trained on, also scored greedily by the SFT
+    # where a fixed sum or difference of the numbers solves a fifth or more), none trained on, scored greedily by the SFT
     # and RL models beside the balanced held-out part: the gain on the distribution users know (0: none; only with
     # balanced puzzles, whose held-out part is not that pool already)
     expression_eval: int = 300
