@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
                    f"pass@1 and pass@k (default {d.pass_k}; 4 with --quick, 0 with --model_name_or_path; 0: none)")
     p.add_argument("--expression_eval", type=int,
                    help="held-out puzzles of the expression pool (the public Countdown data's distribution, where a "
-                   "fixed sum or difference of the numbers solves a fifth or more), none trained on, also scored by the SFT "
-                   f"and RL models beside the balanced ones (default {d.expression_eval}; 16 with --quick, 0 with "
+                   "fixed sum or difference of the numbers solves a fifth or more), none trained on, also scored by the "
+                   f"SFT and RL models beside the balanced ones (default {d.expression_eval}; 16 with --quick, 0 with "
                    "--model_name_or_path or --sampling expression; 0: none)")
     p.add_argument("--sampling", choices=SAMPLINGS, default=d.puzzles.sampling,
                    help="the puzzles: 'balanced' (no target-blind template, e.g. adding the numbers, solves more than "

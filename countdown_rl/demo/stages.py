@@ -171,8 +171,8 @@ class DemoConfig:
     pass_k: int = 16
     pass_temperature: float = 1.0
     # Held-out puzzles of the expression pool (a random expression's value: the public Countdown data's distribution,
-    # where a fixed sum or difference of the numbers solves a fifth or more), none trained on, scored greedily by the SFT
-    # and RL models beside the balanced held-out part: the gain on the distribution users know (0: none; only with
+    # where a fixed sum or difference of the numbers solves a fifth or more), none trained on, scored greedily by the
+    # SFT and RL models beside the balanced held-out part: the gain on the distribution users know (0: none; only with
     # balanced puzzles, whose held-out part is not that pool already)
     expression_eval: int = 300
     # Evaluation and machine
