@@ -2,13 +2,16 @@
 
     python scripts/stress_multiprocess.py --runs 30                      # DDP, FSDP2, SLURM two-node, in turn
     python scripts/stress_multiprocess.py --runs 30 --kinds ddp --load 0  # DDP alone, nothing beside it
+    python scripts/stress_multiprocess.py --runs 20 --kinds fsdp2-resume  # the FSDP2 stop-and-resume pair
 
 1. The tiny Qwen3 and 64 puzzles are made once (as the tests' session fixtures make them).
 2. ``--load`` processes run the default tier's CPU-heavy test folders in a loop beside the launches, one thread
    each: the other pytest worker of CI's slow tier, which shares the 2 cores with a two-process test.
 3. Each run is one launch exactly as the slow tier's tests start it (``tests/helpers``): ``accelerate launch`` of
    DDP or of FSDP2 (``accelerate_configs/fsdp.yaml``) over 2 gloo processes, or ``slurm/train_multinode.sbatch`` on the
-   local SLURM's two nodes (``scripts/local_slurm.sh``; skipped, saying why, where it cannot start). A run fails when
+   local SLURM's two nodes (``scripts/local_slurm.sh``; skipped, saying why, where it cannot start); or
+   (``fsdp2-resume``) the FSDP2 fixture's pair: a launch stopped by SIGTERM at step 3, then its ``--resume true``. A
+   launch that hangs gets SIGABRT on every process (``tests/helpers/env.run_or_dump``): its ranks' stacks are printed. A run fails when
    it exits non-zero or its model is not written; its log is kept under ``--output_dir`` and the crash lines
    (``Fatal Python error``, a signal, gloo's errors) are printed.
 4. The last line: ``N passed, F failed`` (exit 1 when F > 0).
@@ -32,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests.helpers.env import crash_report, offline_env  # noqa: E402
 from tests.helpers.train_runs import DDP_LAUNCH, FAULT_RUN, FSDP2_LAUNCH, SMOKE, accelerate_launch  # noqa: E402
 
-KINDS = ("ddp", "fsdp2", "slurm")
+KINDS = ("ddp", "fsdp2", "slurm", "fsdp2-resume")
 # CPU-bound default-tier folders, one thread each: the load beside the launches.
 LOAD_TESTS = ("tests/algorithms", "tests/tasks", "tests/training/test_loss.py")
 SLURM_DIR = Path(os.environ.get("COUNTDOWN_RL_SLURM_DIR", "/tmp/countdown-rl-slurm"))
@@ -41,7 +44,9 @@ SLURM_DIR = Path(os.environ.get("COUNTDOWN_RL_SLURM_DIR", "/tmp/countdown-rl-slu
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=30, help="launches in all, the kinds taken in turn (default 30)")
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="which launches (default all)")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS[:3]),
+                        help="which launches (default ddp fsdp2 slurm; fsdp2-resume: the FSDP2 fixture's pair, stopped "
+                        "by SIGTERM at step 3 then resumed, with its in-training evaluations)")
     parser.add_argument("--load", type=int, default=1,
                         help="processes running default-tier tests in a loop beside the launches (default 1)")
     parser.add_argument("--steps", type=int, default=4, help="training steps a launch (default 4, the smoke recipe's)")
@@ -98,6 +103,15 @@ def launch(kind: str, model: Path, puzzles: Path, out: Path, steps: int, env: di
     """One launch as the tests start it; (exit code, the log)."""
     train = ["--config", str(SMOKE), "--model_name_or_path", str(model), "--dataset_name", str(puzzles),
              "--output_dir", str(out), "--max_steps", str(steps), "--final_eval_size", "4"]
+    if kind == "fsdp2-resume":  # tests/runs/test_engine.py's FSDP2 fixture: a stopped launch, then its resume
+        evaluations = ["--eval_strategy", "steps", "--eval_steps", "2", "--eval_subset_size", "5", "--final_eval_size",
+                       "7"]
+        logs = []
+        for fault, extra in (("signal:generation:3:TERM", []), ("none", ["--resume", "true"])):
+            done = accelerate_launch(FSDP2_LAUNCH, [str(FAULT_RUN), fault, "--"], *train, *evaluations, *extra)
+            logs.append(done.stdout + done.stderr)
+        stopped = "interrupted by SIGTERM at step 3" in logs[0]
+        return (done.returncode if stopped else "not stopped at step 3"), "\n".join(logs)
     if kind in ("ddp", "fsdp2"):
         done = accelerate_launch(DDP_LAUNCH if kind == "ddp" else FSDP2_LAUNCH, [str(FAULT_RUN), "none", "--"], *train)
         return done.returncode, done.stdout + done.stderr
@@ -139,6 +153,8 @@ def main(argv=None) -> int:
                 code, log = launch(kind, model, puzzles, out, args.steps, env)
             except subprocess.TimeoutExpired as timeout:
                 code, log = "timeout", f"{timeout}"
+            except AssertionError as hang:  # tests.helpers.env.run_or_dump: every process's stack in the message
+                code, log = "hang", str(hang)
             ok = code == 0 and (out / "model.safetensors").is_file()
             counts[kind][0] += 1
             print(f"stress: run {i + 1}/{args.runs} {kind}: {'ok' if ok else f'FAILED (exit {code})'} "
