@@ -400,12 +400,17 @@ def unseen_puzzles(count: int, seed: int, generator_kwargs: Mapping[str, Any],
     return kept[:count]
 
 
+def expression_spec(config: DemoConfig) -> PuzzleSpec:
+    """The demo's puzzle shape drawn from the expression pool (:data:`DemoConfig.expression_eval`'s puzzles)."""
+    return replace(config.puzzles, sampling="expression")
+
+
 def expression_puzzles(config: DemoConfig, puzzles: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """``config.expression_eval`` puzzles of the demo's shape from the expression pool, none in any of the demo's
     parts (``puzzles``), fixed per seed; none when the demo's own puzzles are not balanced."""
     if config.puzzles.sampling != "balanced":
         return []
-    shape = replace(config.puzzles, sampling="expression").generator_kwargs()
+    shape = expression_spec(config).generator_kwargs()
     return unseen_puzzles(config.expression_eval, config.seed + EXPRESSION_SEED, shape,
                           [p for part in ("sft", "rl", "eval") for p in puzzles[part]])
 
@@ -831,8 +836,8 @@ def zero_shot_stage(config: DemoConfig, warm: WarmStart, budgets: Sequence[int],
     which = "held-out" if part == "eval" else "held-out expression-pool"
     print_header(f"zero-shot evaluation of the SFT model: {len(puzzles)} {which} puzzles, greedy, "
                  f"{' / '.join(map(str, budgets))} tokens -> {zero_dir}")
-    meta = {"model": str(warm.sft_dir), "dataset": config.puzzles.describe() if part == "eval" else
-            replace(config.puzzles, sampling="expression").describe(), "stage": zero_dir.name, "demo_stage": stage}
+    spec = config.puzzles if part == "eval" else expression_spec(config)
+    meta = {"model": str(warm.sft_dir), "dataset": spec.describe(), "stage": zero_dir.name, "demo_stage": stage}
     return evaluate_stage(str(warm.sft_dir), None, puzzles, budgets=budgets, out_dir=zero_dir,
                           meta=meta, batch_size=config.eval_batch_size, show_progress=not config.quick,
                           device=device_of(config))
@@ -906,7 +911,7 @@ def rl_stage(config: DemoConfig, warm: WarmStart, run_dir: str | Path,
             [trained["expression"]] = evaluate_stage(
                 run.model, run.trainer.processing_class, puzzles["expression"], budgets=[budget],
                 out_dir=run_dir / FINAL_EXPRESSION_DIR,
-                meta={"model": str(run_dir), "dataset": replace(config.puzzles, sampling="expression").describe(),
+                meta={"model": str(run_dir), "dataset": expression_spec(config).describe(),
                       "stage": FINAL_EXPRESSION_DIR, "algorithm": config.algorithm},
                 batch_size=config.eval_batch_size, show_progress=not config.quick,
             )
@@ -972,7 +977,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         expression = {
             "num_puzzles": len(puzzles["expression"]),
             "paths": {"zero_shot": str(expression_dirs[0]), "eval": str(expression_dirs[1])},
-            "dataset": replace(config.puzzles, sampling="expression").describe(),
+            "dataset": expression_spec(config).describe(),
             "sft": before_expression.to_dict(), "trained": after_expression.to_dict(),
             "gain_points": 100 * (after_expression.accuracy - before_expression.accuracy),
             "paired_test": paired_test(*expression_dirs, budget),
@@ -1020,7 +1025,7 @@ def run_demo(config: DemoConfig) -> dict[str, Any]:
         print(f"\nthe same models on {expression['num_puzzles']} held-out puzzles of the expression pool (the public "
               f"Countdown data's distribution; none trained on):")
         print(expression["table"])
-        print(f"\naccuracy {100 * before_expression.accuracy:.1f}% -> {100 * trained['expression'].accuracy:.1f}% "
+        print(f"\naccuracy {100 * before_expression.accuracy:.1f}% -> {100 * after_expression.accuracy:.1f}% "
               f"({expression['gain_points']:+.1f} points; McNemar p = {e_paired['p_value']:.3g}); the best "
               f"target-blind rule solves {'?' if e_blind is None else format(100 * e_blind['accuracy'], '.1f')}%")
     print(f"files: {run_dir / RESULTS_FILE}; SFT model {sft_dir}; RL run {run_dir} "
