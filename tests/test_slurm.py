@@ -355,19 +355,29 @@ def readme_single_run_script() -> str:
     return block
 
 
-def signal_then_await_the_requeued_end(slurm, job: str, run: Path, signal: str, logs: Path):
-    """Once the run in ``run`` saved a checkpoint, ``scancel --signal`` the job, wait until it ended after a requeue;
-    its ``scontrol`` record and its log. (Any checkpoint: with save_total_limit an early one lives under a second.)"""
+def signal_then_await_the_requeued_end(slurm, job: str, run: Path, name: str, logs: Path):
+    """Once the run in ``run`` saved a checkpoint: pause the job's processes (SIGSTOP: however slow the test's poll,
+    the run cannot end before the signal), ``scancel --signal=<name>`` the job, let them go on once the signal waits
+    on one of them; wait until the job ended after a requeue. Its ``scontrol`` record and its log. (Any checkpoint:
+    with save_total_limit an early one lives under a second.)"""
     wait_for("a checkpoint", lambda: any(run.glob("checkpoint-*")), timeout=300, every=0.2)
-    slurm.run("scancel", f"--signal={signal}", job)
+    pids = step_pids(job)
+    assert pids, f"no process of job {job} found to pause"
+    signal_pids(pids, signal.SIGSTOP)
+    try:
+        slurm.run("scancel", f"--signal={name}", job)
+        wait_for("the signal to reach the paused run", lambda: any(stopped_with_a_signal_waiting(p) for p in pids),
+                 timeout=60, every=0.1)
+    finally:
+        signal_pids(pids, signal.SIGCONT)
     wait_for("the job to end", lambda: slurm.job(job).get("JobState") in DONE and int(slurm.job(job)["Restarts"]),
              timeout=400, every=2)
     return slurm.job(job), (logs / f"slurm-{job}.out").read_text(errors="replace")
 
 
-# Runs long enough for the test's signal, sent just after the first checkpoint appears: 40 steps (4 s on an idle
-# machine) ended before it in CI. Also the multi-node run's length.
-README_STEPS = 400
+# Long enough that the run is still going when the test pauses it, just after its first checkpoint (step 2) appears:
+# the test polls every 0.2 s; 100 steps are about 25 s on an idle machine. Also the multi-node run's length.
+README_STEPS = 100
 
 
 def test_the_readme_single_run_example_as_written(slurm, tiny_model_dir, puzzles, tmp_path):
