@@ -8,10 +8,12 @@
    ``--signal`` line, as when the early signal comes too late), ``scancel --signal=USR1``, the same under
    ``accelerate_config`` (``scancel --signal=TERM``, its default), and a plain ``scancel``. Each interrupted task
    saves a checkpoint, requeues itself, resumes from that checkpoint and finishes with the uninterrupted run's
-   weights, bit for bit; the cancelled one stays cancelled, its checkpoint kept. For the two time-limit cases the
-   test pauses the run at its first checkpoint and brings the job's limit near (SLURM wakes it with the signal), so
-   that the signal's time does not depend on the machine's speed; once a task was requeued the test lifts its limit.
-3. The single-run example of docs/reliability.md, as written (only the recipe and the signal's lead time are the test's).
+   weights, bit for bit; the cancelled one stays cancelled, its checkpoint kept. The test pauses each run at its first
+   checkpoint (SIGSTOP), then signals it (for the two time-limit cases it brings the job's limit near and SLURM wakes
+   it with the signal), so that the signal's time does not depend on the machine's speed; once a task was requeued
+   the test lifts its limit.
+3. The single-run example of docs/reliability.md, as written (only the recipe and the signal's lead time are the test's),
+   paused at its first checkpoint while the test signals it, as in 2.
 4. ``slurm/train_multinode.sbatch`` on two nodes: one run of 2 processes, a checkpoint, a signal, requeue, resume,
    finished, the record saying 2 processes. ``accelerate launch --num_machines 2`` under ``srun -N2`` is refused.
 
@@ -173,13 +175,13 @@ CASES = {
     "accelerate-scancel-term": ({"time": "00:20:00", "signal_seconds": 60}, True, "TERM"),
     "scancel": ({"time": "00:20:00", "signal_seconds": 60}, False, "cancel"),
 }
-# A run must outlast the test's reaction to its first checkpoint (step SAVE_STEPS; the test polls every 0.2 s):
-# 275 steps take 20 s on an idle machine (13.6 a second, one thread). The time-limit cases do not depend on the
-# run's speed: the test stops the run's processes (SIGSTOP) at that checkpoint, then shortens the job's time limit to
-# end within a minute. SLURM's time-limit check runs about once a minute and sends the signal with a SIGCONT, which
-# wakes the run (observed with SLURM 22.05; the test sends a SIGCONT too if a signal waits on a stopped process).
-# Whatever the load, the signal thus comes after the run installed its handlers and before it ended.
-STEPS, SAVE_STEPS = 300, 25
+# At its first checkpoint (step SAVE_STEPS) the test pauses each run's processes (SIGSTOP), then acts: a scancel, or
+# the job's time limit brought to end within a minute. A paused run cannot end before its signal, whatever the load
+# and however slow the test's poll (every 0.2 s), so the runs need not be long. SLURM's time-limit check runs about once
+# a minute and sends the signal with a SIGCONT, which wakes the run (observed with SLURM 22.05); once a signal waits
+# on one of a paused run's processes, the test sends SIGCONT to all of them too. The signal thus comes after the run
+# installed its handlers and before it ended.
+STEPS, SAVE_STEPS = 60, 10
 
 
 def runtime_seconds(text: str) -> int:
@@ -239,7 +241,7 @@ def timed(slurm, warm_model, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("timed")
     base = yaml.safe_load(FORMAT_COPY.read_text())
     base.update(model_name_or_path=str(warm_model), gradient_accumulation_steps=1, max_steps=STEPS,
-                save_steps=SAVE_STEPS, eval_strategy="no", test_size=16, final_eval_size=8, logging_steps=25)
+                save_steps=SAVE_STEPS, eval_strategy="no", test_size=16, final_eval_size=8, logging_steps=10)
     base_file = write_yaml(tmp / "base.yaml", base)
     accelerate = write_yaml(tmp / "cpu.yaml", {"compute_environment": "LOCAL_MACHINE", "distributed_type": "NO",
                                                "num_processes": 1, "num_machines": 1, "use_cpu": True,
@@ -258,10 +260,12 @@ def timed(slurm, warm_model, tmp_path_factory):
             script.write_text("\n".join(line for line in lines if not line.startswith("#SBATCH --signal")) + "\n")
     reference = subprocess.Popen([sys.executable, "-m", "countdown_rl.cli", "sweep", str(spec("reference"))],
                                  cwd=tmp, env=slurm.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    jobs, acted, paused = {}, set(), {}
+    jobs, acted, paused, woken = {}, set(), {}, set()
     try:
         for case, (settings, _, _) in CASES.items():
-            jobs[case] = slurm.sbatch(f"--time={settings['time']}", str(tmp / case / "sweep.sbatch"), cwd=tmp)
+            # --oversubscribe: all five at once (the nodes' slots would queue the fifth behind a paused one)
+            jobs[case] = slurm.sbatch(f"--time={settings['time']}", "--oversubscribe", str(tmp / case / "sweep.sbatch"),
+                                      cwd=tmp)
         polls = 0
 
         def all_done():
@@ -272,20 +276,23 @@ def timed(slurm, warm_model, tmp_path_factory):
                 if case in acted or not any((tmp / case / "beta=0,seed=0").glob("checkpoint-*")):
                     continue
                 acted.add(case)
+                # every case paused first (SIGSTOP): however slow this poll, the run cannot end before its signal
+                task = slurm.job(job)
+                paused[case] = step_pids(task["JobId"])
+                assert paused[case], f"{case}: no process of job {task['JobId']} found to pause"
+                signal_pids(paused[case], signal.SIGSTOP)
                 if action == "cancel":
                     slurm.run("scancel", job)
                 elif action != "limit":
                     slurm.run("scancel", f"--signal={action}", job)
                 else:
-                    task = slurm.job(job)
-                    paused[case] = step_pids(task["JobId"])
-                    assert paused[case], f"{case}: no process of job {task['JobId']} found to pause"
-                    signal_pids(paused[case], signal.SIGSTOP)
                     # the limit's end within the next minute (whole minutes): SLURM's next check signals the run
                     elapsed = runtime_seconds(task["RunTime"])
                     slurm.run("scontrol", "update", f"JobId={job}_0", f"TimeLimit={elapsed // 60 + 1}")
-            for pids in paused.values():
-                signal_pids([pid for pid in pids if stopped_with_a_signal_waiting(pid)], signal.SIGCONT)
+            for case, pids in paused.items():  # a signal waits on one of a paused run's processes: all go on
+                if case not in woken and any(stopped_with_a_signal_waiting(pid) for pid in pids):
+                    signal_pids(pids, signal.SIGCONT)
+                    woken.add(case)
             if polls % 10:
                 return False
             now = slurm.jobs_now()

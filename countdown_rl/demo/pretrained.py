@@ -103,12 +103,13 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     common = {"model_name_or_path": model, "prompt_template": "chat", "temperature": 0.7, "bf16": True,
               "mask_truncated_completions": True, "skip_zero_advantage": True, "pass_k": 0,
               "expression_eval": 0}
-    if quick:  # one checkpoint, at the end: SmolLM2's (weights and Adam state) is 1.6 GB
+    if quick:  # one checkpoint, at the end: SmolLM2's (weights and Adam state) is 1.6 GB. Every stage, on few rows:
+        # each held-out and transfer row is one more chat prompt to prefill in each of three evaluations
         base = DemoConfig(
-            **common, puzzles=PuzzleSpec(num_sft=32, num_rl=16, num_eval=8),
-            sft_steps=2, sft_batch_size=4, sft_learning_rate=2e-5, max_steps=2, prompts_per_step=2,
+            **common, puzzles=PuzzleSpec(num_sft=32, num_rl=16, num_eval=4),
+            sft_steps=2, sft_batch_size=2, sft_learning_rate=2e-5, max_steps=2, prompts_per_step=2,
             num_generations=4, grpo_learning_rate=1e-6, max_completion_length=48, save_steps=2,
-            eval_steps=2, in_training_eval=4, eval_batch_size=8, transfer_budgets=(32, 48), num_transfer=4, quick=True,
+            eval_steps=2, in_training_eval=2, eval_batch_size=8, transfer_budgets=(32, 48), num_transfer=2, quick=True,
         )
     else:
         base = DemoConfig(
