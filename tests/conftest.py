@@ -27,15 +27,16 @@ import pytest  # noqa: E402
 # that started last would run alone while the other worker idles. The rest keep their order; a stale list only moves
 # when a file starts.
 LONGEST_FILES = (
-    "tests/demo/test_pretrained.py",
-    "tests/test_slurm.py",
     "tests/test_benchmarks.py",
+    "tests/test_slurm.py",
+    "tests/demo/test_pretrained.py",
+    "tests/runs/test_engine.py",
     "tests/commands/test_evaluate_vllm.py",
     "tests/sweeps/test_runner.py",
-    "tests/runs/test_engine.py",
     "tests/commands/test_bad_invocations.py",
     "tests/demo/test_stages.py",
     "tests/training/test_reliability.py",
+    "tests/demo/test_seeds.py",
     "tests/tasks/countdown/test_blind.py",
 )
 
