@@ -215,6 +215,14 @@ def stopped_with_a_signal_waiting(pid: int) -> bool:
     return status["State"].strip().startswith("T") and pending != 0
 
 
+def pause_steps(job_id: str) -> list[int]:
+    """Stop (SIGSTOP) the processes of the job's steps: a paused run cannot end before the test's signal."""
+    pids = step_pids(job_id)
+    assert pids, f"no process of job {job_id} found to pause"
+    signal_pids(pids, signal.SIGSTOP)
+    return pids
+
+
 def signal_pids(pids, sig) -> None:
     for pid in pids:
         try:
@@ -278,9 +286,7 @@ def timed(slurm, warm_model, tmp_path_factory):
                 acted.add(case)
                 # every case paused first (SIGSTOP): however slow this poll, the run cannot end before its signal
                 task = slurm.job(job)
-                paused[case] = step_pids(task["JobId"])
-                assert paused[case], f"{case}: no process of job {task['JobId']} found to pause"
-                signal_pids(paused[case], signal.SIGSTOP)
+                paused[case] = pause_steps(task["JobId"])
                 if action == "cancel":
                     slurm.run("scancel", job)
                 elif action != "limit":
@@ -368,9 +374,7 @@ def signal_then_await_the_requeued_end(slurm, job: str, run: Path, name: str, lo
     on one of them; wait until the job ended after a requeue. Its ``scontrol`` record and its log. (Any checkpoint:
     with save_total_limit an early one lives under a second.)"""
     wait_for("a checkpoint", lambda: any(run.glob("checkpoint-*")), timeout=300, every=0.2)
-    pids = step_pids(job)
-    assert pids, f"no process of job {job} found to pause"
-    signal_pids(pids, signal.SIGSTOP)
+    pids = pause_steps(job)
     try:
         slurm.run("scancel", f"--signal={name}", job)
         wait_for("the signal to reach the paused run", lambda: any(stopped_with_a_signal_waiting(p) for p in pids),

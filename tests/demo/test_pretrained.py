@@ -76,11 +76,11 @@ def _check_files_and_table(out, first: str, results: dict, model: str, own_proce
     assert [line.split("|")[1].strip() for line in table] == [
         "base model (zero-shot)", "after SFT warm-up", "after GRPO (2 steps)", "base model (zero-shot)",
         "after SFT warm-up", "after GRPO (2 steps)"]  # the held-out table, then the transfer table
+    num_eval = pretrained.pretrained_config(model, quick=True).puzzles.num_eval
     for key, folder, line in zip(("base", "sft", "trained"), ("base_eval", "zero_shot", "grpo/eval"), table[:3]):
         evaluation = read_eval(out / folder)
         [result] = evaluation["results"]
-        assert results[key]["accuracy"] == result.accuracy and result.num_rows == pretrained.pretrained_config(
-            model, quick=True).puzzles.num_eval
+        assert results[key]["accuracy"] == result.accuracy and result.num_rows == num_eval
         # correct answers beyond the best target-blind rule, as the evaluation's own file splits them
         beyond = evaluation["blind_rule"]["by_budget"][str(result.max_tokens)]["correct_on_rest"]
         assert line.split("|")[4].strip() == str(beyond), line
