@@ -66,6 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
                    f"checked, then the solution; longer) (default {d.trace})")
     p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"], help=f"RL steps (default {d.max_steps})")
+    p.add_argument("--temperature", type=float,
+                   help=f"RL's sampling temperature (default {d.temperature:g}; 0.7 with --model_name_or_path)")
+    p.add_argument("--dynamic_sampling", action="store_true",
+                   help="RL draws more prompts, up to --dynamic_sampling_max_rounds generation rounds a step, until "
+                   "each of the step's groups holds some correct and some wrong completions (DAPO's group filter; "
+                   "about twice the RL stage's time)")
+    p.add_argument("--dynamic_sampling_max_rounds", type=int,
+                   help=f"with --dynamic_sampling: the most generation rounds a step (default "
+                   f"{d.dynamic_sampling_max_rounds})")
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
     p.add_argument("--pass_k", type=int,
                    help=f"samples a held-out puzzle at temperature {d.pass_temperature:g} for the SFT and RL models' "
@@ -134,6 +143,18 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         overrides["puzzles"] = replace(overrides["puzzles"], num_eval=args.num_eval)
     if args.num_threads is not None:
         overrides["num_threads"] = args.num_threads
+    if args.temperature is not None:
+        if not args.temperature > 0:
+            raise ValueError(f"--temperature must be positive, got {args.temperature:g}")
+        overrides["temperature"] = args.temperature
+    if args.dynamic_sampling_max_rounds is not None:
+        if not args.dynamic_sampling:
+            raise ValueError("--dynamic_sampling_max_rounds needs --dynamic_sampling")
+        if args.dynamic_sampling_max_rounds < 1:
+            raise ValueError(f"--dynamic_sampling_max_rounds must be at least 1, got {args.dynamic_sampling_max_rounds}")
+        overrides["dynamic_sampling_max_rounds"] = args.dynamic_sampling_max_rounds
+    if args.dynamic_sampling:
+        overrides["dynamic_sampling"] = True
     if args.expression_eval is not None:
         overrides["expression_eval"] = args.expression_eval
     if args.pass_k is not None:

@@ -181,6 +181,11 @@ def _cli(argv):
     (["--jobs", "2"], "--jobs: only with --seeds or several --algorithm values"),
     (["--seeds", "0", "--num_threads", "0"], "seed 0 grpo: --num_threads must be positive"),
     (["--seeds", "0", "--lora"], "seed 0 grpo: --lora needs --model_name_or_path"),
+    (["--seeds", "0", "--dynamic_sampling", "--dynamic_sampling_max_rounds", "0"],
+     "seed 0 grpo: --dynamic_sampling_max_rounds must be at least 1, got 0"),
+    (["--seeds", "0", "--dynamic_sampling_max_rounds", "2"],
+     "seed 0 grpo: --dynamic_sampling_max_rounds needs --dynamic_sampling"),
+    (["--seeds", "0", "--temperature", "0"], "seed 0 grpo: --temperature must be positive, got 0"),
 ])
 def test_bad_several_run_arguments_are_one_line_before_anything_runs(tmp_path, argv, message):
     code, err = _cli([*argv, "--output_dir", str(tmp_path / "out")])
@@ -191,21 +196,26 @@ def test_bad_several_run_arguments_are_one_line_before_anything_runs(tmp_path, a
 def test_each_run_gets_the_options_given_and_its_own_seed_algorithm_folder_and_threads():
     parser = demo_cli.build_parser()
     args = parser.parse_args(["--quick", "--seeds", "3", "--algorithm", "grpo", "dr_grpo", "--max_steps", "2",
-                              "--sampling", "expression", "--resume", "--jobs", "2"])
+                              "--sampling", "expression", "--resume", "--jobs", "2", "--temperature", "1.0",
+                              "--dynamic_sampling", "--dynamic_sampling_max_rounds", "3"])
     argv = demo_cli.child_argv(parser, args, seed=3, algorithm="dr_grpo", output_dir="o/seed-3", num_threads=4)
-    assert argv == ["--max_steps", "2", "--sampling", "expression", "--quick", "--seed", "3", "--algorithm",
-                    "dr_grpo", "--output_dir", "o/seed-3", "--num_threads", "4"]
+    assert argv == ["--max_steps", "2", "--temperature", "1.0", "--dynamic_sampling", "--dynamic_sampling_max_rounds",
+                    "3", "--sampling", "expression", "--quick", "--seed", "3", "--algorithm", "dr_grpo",
+                    "--output_dir", "o/seed-3", "--num_threads", "4"]
     config = demo_cli.config_from_args(parser.parse_args(argv))
     assert (config.seed, config.algorithm, config.max_steps, config.num_threads, config.puzzles.sampling) == (
         3, "dr_grpo", 2, 4, "expression")
+    assert (config.temperature, config.dynamic_sampling, config.dynamic_sampling_max_rounds) == (1.0, True, 3)
 
 
 @pytest.mark.slow
 def test_quick_demo_at_two_seeds_and_two_algorithms_prints_the_combined_table(tmp_path):
-    """The real command: 4 quick demos, 2 at a time; the table's rows are the runs' own demo_results.json."""
+    """The real command: 4 quick demos, 2 at a time, with dynamic sampling at temperature 1.0 (passed on to every
+    run); the table's rows are the runs' own demo_results.json, and each run's record says what dynamic sampling did."""
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "countdown_rl.cli", "demo", "--quick", "--seeds", "0", "1",
                            "--algorithm", "grpo", "dr_grpo", "--jobs", "2", "--max_steps", "2",
+                           "--dynamic_sampling", "--dynamic_sampling_max_rounds", "3", "--temperature", "1.0",
                            "--output_dir", str(out)], cwd=ROOT, env=offline_env(), capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + crash_report(done.stderr)
@@ -218,6 +228,11 @@ def test_quick_demo_at_two_seeds_and_two_algorithms_prints_the_combined_table(tm
         for algorithm in ("grpo", "dr_grpo"):
             results = json.loads((folder / algorithm / RESULTS_FILE).read_text())
             assert results["config"]["seed"] == seed and results["paths"]["sft"] == str(folder / "sft")
+            assert results["config"]["temperature"] == 1.0 and results["config"]["dynamic_sampling"] is True
+            ran = json.loads((folder / algorithm / "run_info.json").read_text())["extra"]["dynamic_sampling"]
+            # 2 steps of 4 prompts, each step 1 to 3 generation rounds of 4 prompts
+            assert ran["max_rounds"] == 3 and ran["generation_batches"] == 2 and 2 <= ran["rounds"] <= 6
+            assert ran["prompts_drawn"] == 4 * ran["rounds"] and ran["groups_kept"] <= 8
             name = "GRPO" if algorithm == "grpo" else "Dr.GRPO"
             row = (f"| {seed} | {name} | {results['num_eval_puzzles']} | "
                    f"{100 * results['blind_rule']['accuracy']:.1f}% ({results['blind_rule']['rule']}) | "
