@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
@@ -75,19 +76,38 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie its parent has not reaped): what it wrote is written."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def abort_one_by_one(tree: list[int], wait: float = 10.0) -> None:
+    """SIGABRT to each process of ``tree``, the last first, each once the one before has ended (or ``wait`` seconds
+    passed): the processes share the pipes, and fault handlers dumping at once interleave their stacks
+    character by character, which leaves none readable."""
+    for pid in reversed(tree):  # the ranks before their launcher, which might otherwise kill them first
+        with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+            os.kill(pid, signal.SIGABRT)
+        deadline = time.monotonic() + wait
+        while not ended(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
 def run_or_dump(command: list[str], timeout: float, **popen) -> subprocess.CompletedProcess:
     """``subprocess.run(command, capture_output=True, text=True, timeout=timeout, **popen)``, except for a process that
-    is still running at ``timeout``: it and every process it started get SIGABRT, on which Python's fault handler
-    (``PYTHONFAULTHANDLER``, :func:`offline_env`) prints each thread's stack, then SIGKILL; an AssertionError then
-    carries those stacks (:func:`crash_report`). A hung rank thus says where it waits, as a crashed one does."""
+    is still running at ``timeout``: it and every process it started get SIGABRT one after the other
+    (:func:`abort_one_by_one`), on which Python's fault handler (``PYTHONFAULTHANDLER``, :func:`offline_env`) prints
+    each thread's stack, then SIGKILL; an AssertionError then carries those stacks (:func:`crash_report`). A hung rank
+    thus says where it waits, as a crashed one does."""
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen) as process:
         try:
             out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             tree = [process.pid, *descendants(process.pid)]
-            for pid in reversed(tree):  # the ranks before their launcher, which might otherwise kill them first
-                with contextlib.suppress(ProcessLookupError):  # ended meanwhile
-                    os.kill(pid, signal.SIGABRT)
+            abort_one_by_one(tree)
             try:
                 out, err = process.communicate(timeout=30)
             except subprocess.TimeoutExpired:
