@@ -59,12 +59,17 @@ def hang_guard(seconds: float) -> float:
     return 3 * seconds
 
 
+def stat_fields(stat: Path) -> list[str]:
+    """A ``/proc/<pid>/stat`` file's fields after "pid (name)": the state, then the parent's pid, ..."""
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
 def descendants(pid: int) -> list[int]:
     """Every process ``pid`` started, and theirs (from ``/proc``), parents before children."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])  # after "pid (name)": state, then the parent
+            parent = int(stat_fields(stat)[1])
         except (OSError, IndexError, ValueError):  # ended meanwhile
             continue
         children.setdefault(parent, []).append(int(stat.parent.name))
@@ -79,7 +84,7 @@ def descendants(pid: int) -> list[int]:
 def ended(pid: int) -> bool:
     """Whether process ``pid`` has ended (gone, or a zombie its parent has not reaped): what it wrote is written."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        return stat_fields(Path(f"/proc/{pid}/stat"))[0] == "Z"
     except (OSError, IndexError):
         return True
 
