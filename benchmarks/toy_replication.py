@@ -17,11 +17,18 @@ are reachable here, so the same method runs on what ``countdown-rl demo`` builds
    with the plots of ``countdown-rl report``; the goals (every RL stage improves, the best by >= 15 points)
    are checked and printed, whatever they show.
 
+5. With ``--seeds``: steps 1-4 for each seed (puzzles, model, SFT start and RL runs all drawn from it) in
+   ``<output-dir>/seed-S``, ``--jobs`` seeds at a time, each in its own process; then the table over seeds: for each
+   algorithm and budget the mean and spread of the improvement, and at how many seeds it is significant (each run
+   paired with its SFT start on the same held-out puzzles: the exact McNemar test).
+
     python benchmarks/toy_replication.py            # the full table (< 1 h on 2 CPU cores)
+    python benchmarks/toy_replication.py --seeds 0 1 2 --jobs 2   # the table at three seeds, two at a time
     python benchmarks/toy_replication.py --quick    # smoke check (~1-2 min): same pipeline, a few steps
 
 Everything lands in ``--output-dir``: ``sft/``, ``zero_shot/``, one run directory per configuration
-(``grpo-48`` ...), ``report/`` (results.md / .csv, PNG plots, samples.md) and ``toy_replication.json``.
+(``grpo-48`` ...), ``report/`` (results.md / .csv, PNG plots, samples.md) and ``toy_replication.json``; with
+``--seeds``, that in ``seed-S/`` for each seed (its log in ``seed-S.log``) and ``toy_replication_seeds.json`` / ``.md``.
 ``--resume`` reuses the SFT model and every finished run, and continues an interrupted run from its checkpoint.
 """
 
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
@@ -38,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
 from countdown_rl.demo import stages as demo  # noqa: E402
+from countdown_rl.demo.seeds import seed_dir, spread, spread_cell  # noqa: E402
 from countdown_rl.runs.record import read_run_record  # noqa: E402  (light: heavy imports happen inside its functions)
 
 BUDGETS = (40, 48, 64)
@@ -48,6 +57,8 @@ SFT = {"trace": "search", "min_failed": 1, "max_failed": 2, "sft_steps": 2000}
 GRPO_STEPS = 450  # the demo's 300 left the accuracy still rising (RESULTS.md)
 GOAL_POINTS = 15.0
 RESULTS_FILE = "toy_replication.json"
+SEEDS_FILE = "toy_replication_seeds"  # .json and .md: the table over seeds
+SIGNIFICANCE = 0.05
 
 
 def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
@@ -56,7 +67,7 @@ def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
     config = demo.quick_config() if args.quick else demo.DemoConfig()
     # the demo's expression-pool evaluation left out: this study compares the runs on the held-out part
     overrides = {"output_dir": args.output_dir, "seed": args.seed, "resume": args.resume, **SFT,
-                 "max_steps": GRPO_STEPS, "expression_eval": 0}
+                 "max_steps": GRPO_STEPS, "expression_eval": 0, "num_threads": args.threads or config.num_threads}
     if args.quick:  # the quick preset's step counts
         overrides.update(sft_steps=config.sft_steps, max_steps=config.max_steps)
     if args.max_steps is not None:
@@ -86,7 +97,7 @@ def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
     return read_eval(run_dir / "eval")["results"][0]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", default="outputs/toy-replication", help="where every run goes")
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS),
@@ -94,13 +105,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", "--grpo-steps", type=int,  # --grpo-steps: the old name, kept
                         help=f"RL steps per run (default {GRPO_STEPS}; --quick: the demo's)")
     parser.add_argument("--seed", type=int, default=0, help="seed of puzzles, model and every run (default 0)")
+    parser.add_argument("--seeds", type=int, nargs="+",
+                        help="run the whole replication at each of these seeds (in OUTPUT_DIR/seed-S), then the "
+                        "table over seeds")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="with --seeds: seeds at a time, each in its own process (default 1)")
+    parser.add_argument("--threads", type=int,
+                        help="torch threads a process (default 2, the demo's; with --jobs > 1: 1)")
     parser.add_argument("--quick", action="store_true", help="smoke check: the demo's --quick settings")
     parser.add_argument("--resume", action="store_true", help="reuse finished stages and runs; resume the rest")
     args = parser.parse_args(argv)
     if any(b <= 0 for b in args.budgets) or (args.max_steps is not None and args.max_steps <= 0):
         parser.error("--budgets and --max-steps must be positive")
+    if args.jobs < 1 or (args.threads is not None and args.threads < 1):
+        parser.error("--jobs and --threads must be positive")
+    if args.seeds is not None:
+        if any(seed < 0 for seed in args.seeds) or len(set(args.seeds)) != len(args.seeds):
+            parser.error(f"--seeds must be distinct and >= 0, got {' '.join(map(str, args.seeds))}")
+    elif args.jobs > 1:
+        parser.error("--jobs runs several seeds at once: give them with --seeds")
+    if args.seed < 0:
+        parser.error("--seed must be >= 0")
     if Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
         parser.error(f"--output-dir {args.output_dir} exists and is not a folder")
+    if args.threads is None and args.jobs > 1:
+        args.threads = 1  # two processes of two threads each on two cores spin against each other
+    return args
+
+
+def run_seed(args: argparse.Namespace) -> dict:
+    """Steps 1-4 at ``args.seed`` into ``args.output_dir``; returns what ``toy_replication.json`` holds."""
     budgets = sorted(set(args.budgets))
     base = replication_config(args)
     demo.setup_environment(base.num_threads)
@@ -125,11 +159,14 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"\n== {algorithm} at {budget} tokens: reusing the finished run in {run_dir} ==")
             before = zero[budget]
+            paired = demo.paired_test(out / demo.ZERO_SHOT_DIR, run_dir / "eval", budget)
             rows.append({"algorithm": algorithm, "budget": budget, "zero_shot": before.to_dict(),
                          "trained": result.to_dict(), "improvement_points": 100 * (result.accuracy - before.accuracy),
+                         "p_value": paired["p_value"], "only_rl": paired["only_a"], "only_sft": paired["only_b"],
                          "seconds": round(time.time() - t, 1)})
             print(f"{display_name(algorithm)} at {budget} tokens: {100 * before.accuracy:.1f}% -> "
-                  f"{100 * result.accuracy:.1f}% ({rows[-1]['improvement_points']:+.1f} points)", flush=True)
+                  f"{100 * result.accuracy:.1f}% ({rows[-1]['improvement_points']:+.1f} points, McNemar p "
+                  f"{paired['p_value']:.3g})", flush=True)
 
     from countdown_rl.evaluation.report import write_report
     from countdown_rl.files import write_json_atomic
@@ -140,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     best = max(rows, key=lambda r: r["improvement_points"])
     summary = {
         "command": "python benchmarks/toy_replication.py" + (" --quick" if args.quick else ""),
-        "budgets": budgets, "num_eval_puzzles": len(warm.puzzles["eval"]), "sft": warm.record, "runs": rows,
-        "every_run_improved": improved, "best": {k: best[k] for k in ("algorithm", "budget", "improvement_points")},
+        "seed": base.seed, "budgets": budgets, "num_eval_puzzles": len(warm.puzzles["eval"]), "sft": warm.record,
+        "runs": rows, "every_run_improved": improved,
+        "best": {k: best[k] for k in ("algorithm", "budget", "improvement_points")},
         "total_seconds": round(time.time() - started, 1), "table": table, "config": asdict(base),
     }
     write_json_atomic(out / RESULTS_FILE, summary)
@@ -154,6 +192,101 @@ def main(argv: list[str] | None = None) -> int:
           f"{best['improvement_points']:+.1f} points over the SFT start (goal >= {GOAL_POINTS:.0f}: "
           f"{'met' if best['improvement_points'] >= GOAL_POINTS else 'NOT met'})")
     print(f"total {summary['total_seconds']:.0f} s; files: {out / RESULTS_FILE}, report: {out / 'report'}")
+    return summary
+
+
+def seed_argv(args: argparse.Namespace, seed: int) -> list[str]:
+    """The command line of one seed's process: this one's settings, its seed and its folder."""
+    argv = ["--output-dir", str(seed_dir(args.output_dir, seed)), "--seed", str(seed),
+            "--budgets", *map(str, args.budgets), "--threads", str(args.threads or 2)]
+    if args.max_steps is not None:
+        argv += ["--max-steps", str(args.max_steps)]
+    return argv + ["--quick"] * args.quick + ["--resume"] * args.resume
+
+
+def run_seeds(args: argparse.Namespace) -> dict[int, int]:
+    """Each seed as ``toy_replication.py --seed S --output-dir OUT/seed-S``, ``args.jobs`` at a time; its output in
+    ``OUT/seed-S.log``. Returns ``{seed: exit code}``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def one(seed: int) -> int:
+        t = time.time()
+        log_path = out / f"seed-{seed}.log"
+        with log_path.open("a", encoding="utf-8") as log:
+            code = subprocess.call([sys.executable, __file__, *seed_argv(args, seed)], stdout=log,
+                                   stderr=subprocess.STDOUT)
+        print(f"seed {seed}: {'finished' if code == 0 else f'FAILED (exit {code}, see {log_path})'} "
+              f"in {time.time() - t:.0f} s", flush=True)
+        return code
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        return dict(zip(args.seeds, pool.map(one, args.seeds)))
+
+
+def combine_seeds(summaries: dict[int, dict]) -> dict:
+    """For each algorithm and budget: the zero-shot and trained accuracy and the improvement over the seeds (mean,
+    sd, range), the runs significant at :data:`SIGNIFICANCE`, and each seed's improvement and p."""
+    cells: dict[tuple[str, int], list[tuple[int, dict]]] = {}
+    for seed, summary in summaries.items():
+        for row in summary["runs"]:
+            cells.setdefault((row["algorithm"], row["budget"]), []).append((seed, row))
+    combined = []
+    for (algorithm, budget), runs in cells.items():
+        combined.append({
+            "algorithm": algorithm, "budget": budget,
+            "zero_shot": spread([100 * r["zero_shot"]["accuracy"] for _, r in runs]),
+            "trained": spread([100 * r["trained"]["accuracy"] for _, r in runs]),
+            "improvement_points": spread([r["improvement_points"] for _, r in runs]),
+            "significant": sum(r["p_value"] < SIGNIFICANCE for _, r in runs),
+            "seeds": [{"seed": seed, "improvement_points": r["improvement_points"], "p_value": r["p_value"]}
+                      for seed, r in runs],
+        })
+    return {"seeds": sorted(summaries), "runs": combined, "table": render_seeds_table(combined)}
+
+
+def render_seeds_table(rows: list[dict]) -> str:
+    """The table over seeds: one row per algorithm and budget."""
+    from countdown_rl.files import render_markdown_table
+
+    body = [[display_name(r["algorithm"]), r["budget"], spread_cell(r["zero_shot"], "%"),
+             spread_cell(r["trained"], "%"), spread_cell(r["improvement_points"], signed=True),
+             ", ".join(f"{s['improvement_points']:+.1f} (p {s['p_value']:.2g})" for s in r["seeds"]),
+             f"{r['significant']} of {len(r['seeds'])}"] for r in rows]
+    return render_markdown_table(
+        ["algorithm", "max tokens", "zero-shot (SFT)", "trained", "improvement, points",
+         "per seed (McNemar p)", f"p < {SIGNIFICANCE}"], body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.seeds is None:
+        run_seed(args)
+        return 0
+    started = time.time()
+    codes = run_seeds(args)
+    failed = [seed for seed, code in codes.items() if code != 0]
+    if failed:
+        print(f"toy replication: seed(s) {' '.join(map(str, failed))} failed (logs in {args.output_dir}/seed-S.log); "
+              "no table over seeds", file=sys.stderr)
+        return 1
+    from countdown_rl.files import write_json_atomic
+
+    summaries = {seed: json.loads((seed_dir(args.output_dir, seed) / RESULTS_FILE).read_text(encoding="utf-8"))
+                 for seed in args.seeds}
+    combined = combine_seeds(summaries)
+    combined["total_seconds"] = round(time.time() - started, 1)
+    combined["jobs"], combined["threads"] = args.jobs, args.threads or 2
+    out = Path(args.output_dir)
+    write_json_atomic(out / f"{SEEDS_FILE}.json", combined)
+    (out / f"{SEEDS_FILE}.md").write_text(combined["table"] + "\n", encoding="utf-8")
+    print(f"\n== toy replication over seeds {' '.join(map(str, args.seeds))}: held-out accuracy, greedy; each run "
+          f"paired with its seed's SFT start ==")
+    print(combined["table"])
+    print(f"total {combined['total_seconds']:.0f} s ({args.jobs} seed(s) at a time); files: {out / SEEDS_FILE}.json, "
+          f"{out / SEEDS_FILE}.md")
     return 0
 
 
@@ -164,13 +297,14 @@ def render_table(rows: list[dict]) -> str:
     body = [
         [display_name(r["algorithm"]), r["budget"], format_percent(r["zero_shot"]["accuracy"]),
          format_percent(r["trained"]["accuracy"]), f"{r['improvement_points']:+.1f}",
+         f"{r['p_value']:.2g} ({r['only_rl']} / {r['only_sft']})",
          f"{r['trained']['correct']} / {r['trained']['partial']} / {r['trained']['failed']}",
          format_number(r["trained"]["mean_tokens"])]
         for r in rows
     ]
     return render_markdown_table(
         ["algorithm", "max tokens", "zero-shot (SFT)", "trained", "improvement (points)",
-         "correct / partial / failed", "mean tokens"], body)
+         "McNemar p (only RL / only SFT)", "correct / partial / failed", "mean tokens"], body)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import math
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -130,35 +131,91 @@ def test_trainer_overhead_quick_prints_both_ratios():
 
 
 @pytest.mark.slow
-def test_toy_replication_quick_then_resume(tmp_path):
-    """The toy replication end to end in --quick mode: one SFT start, GRPO and Dr.GRPO at two budgets, the
-    table, the report built from the four runs, then --resume reusing every finished run."""
+def test_toy_replication_quick_at_two_seeds_then_resume(tmp_path):
+    """The toy replication end to end in --quick mode at two seeds, two at a time: per seed one SFT start, GRPO and
+    Dr.GRPO at two budgets, its table and report from the four runs; then the table over seeds, its cells the
+    seeds' own results and its McNemar counts those of the evaluations' samples; then --resume reusing every run."""
     out = tmp_path / "toy"
-    stdout = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--max-steps", "2",
-                  "--output-dir", str(out), timeout=400)
-    header, rows = _table(stdout)
-    assert header[:4] == ["algorithm", "max tokens", "zero-shot (SFT)", "trained"]
-    assert [(r[0], r[1]) for r in rows] == [("GRPO", "16"), ("GRPO", "24"), ("Dr.GRPO", "16"), ("Dr.GRPO", "24")]
-    summary = json.loads((out / "toy_replication.json").read_text())
-    assert "SFT warm-up: 30 steps on search traces" in stdout and summary["sft"]["trace"] == "search"
-    zero = json.loads((out / "zero_shot" / "eval.json").read_text())["results"]
-    assert [r["max_tokens"] for r in zero] == [16, 24]
-    for row, run in zip(rows, summary["runs"], strict=True):
-        trained = json.loads((out / f"{run['algorithm']}-{run['budget']}" / "eval" / "eval.json").read_text())
-        assert run["trained"] == trained["results"][0] and trained["results"][0]["max_tokens"] == run["budget"]
-        assert run["zero_shot"] == next(z for z in zero if z["max_tokens"] == run["budget"])
-        assert float(row[4]) == pytest.approx(run["improvement_points"], abs=0.05)
-    assert summary["every_run_improved"] == all(r["improvement_points"] > 0 for r in summary["runs"])
-    assert re.search(r"every RL stage improved held-out accuracy: (yes|NO)", stdout)
-    report = out / "report"
-    assert (report / "results.md").is_file() and len((report / "results.csv").read_text().splitlines()) == 5
-    assert all((report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in
-               ("accuracy_vs_step.png", "accuracy_by_budget.png", "reward_vs_step.png"))
+    argv = ["--quick", "--budgets", "16", "24", "--max-steps", "2", "--output-dir", str(out), "--seeds", "0", "1",
+            "--jobs", "2"]
+    stdout = _run("toy_replication.py", *argv, timeout=600)
+    summaries = {}
+    for seed in (0, 1):
+        folder, log = out / f"seed-{seed}", (out / f"seed-{seed}.log").read_text()
+        header, rows = _table(log)
+        assert header[:6] == ["algorithm", "max tokens", "zero-shot (SFT)", "trained", "improvement (points)",
+                              "McNemar p (only RL / only SFT)"]
+        assert [(r[0], r[1]) for r in rows] == [("GRPO", "16"), ("GRPO", "24"), ("Dr.GRPO", "16"), ("Dr.GRPO", "24")]
+        summary = summaries[seed] = json.loads((folder / "toy_replication.json").read_text())
+        assert "SFT warm-up: 30 steps on search traces" in log and summary["sft"]["trace"] == "search"
+        assert summary["seed"] == seed and summary["config"]["num_threads"] == 1  # --jobs 2: one thread a process
+        zero = json.loads((folder / "zero_shot" / "eval.json").read_text())["results"]
+        assert [r["max_tokens"] for r in zero] == [16, 24]
+        for row, run in zip(rows, summary["runs"], strict=True):
+            run_dir = folder / f"{run['algorithm']}-{run['budget']}"
+            trained = json.loads((run_dir / "eval" / "eval.json").read_text())
+            assert run["trained"] == trained["results"][0] and trained["results"][0]["max_tokens"] == run["budget"]
+            assert run["zero_shot"] == next(z for z in zero if z["max_tokens"] == run["budget"])
+            assert float(row[4]) == pytest.approx(run["improvement_points"], abs=0.05)
+            before = _correct(folder / "zero_shot" / "samples.jsonl", run["budget"])
+            after = _correct(run_dir / "eval" / "samples.jsonl", run["budget"])
+            assert (run["only_rl"], run["only_sft"]) == (sum(a and not b for a, b in zip(after, before, strict=True)),
+                                                         sum(b and not a for a, b in zip(after, before, strict=True)))
+        assert summary["every_run_improved"] == all(r["improvement_points"] > 0 for r in summary["runs"])
+        assert re.search(r"every RL stage improved held-out accuracy: (yes|NO)", log)
+        report = folder / "report"
+        assert (report / "results.md").is_file() and len((report / "results.csv").read_text().splitlines()) == 5
+        assert all((report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for name in
+                   ("accuracy_vs_step.png", "accuracy_by_budget.png", "reward_vs_step.png"))
+    # the two seeds drew their own puzzles
+    assert _puzzles(out / "seed-0" / "zero_shot" / "samples.jsonl") != _puzzles(out / "seed-1" / "zero_shot" / "samples.jsonl")
 
-    again = _run("toy_replication.py", "--quick", "--budgets", "16", "24", "--max-steps", "2",
-                 "--output-dir", str(out), "--resume", timeout=400)
-    assert again.count("reusing the finished run") == 4 and "SFT warm-up: reusing" in again
-    assert json.loads((out / "toy_replication.json").read_text())["runs"][0]["trained"] == summary["runs"][0]["trained"]
+    combined = json.loads((out / "toy_replication_seeds.json").read_text())
+    header, rows = _table(stdout)
+    assert header == ["algorithm", "max tokens", "zero-shot (SFT)", "trained", "improvement, points",
+                      "per seed (McNemar p)", "p < 0.05"]
+    assert combined["seeds"] == [0, 1] and len(rows) == len(combined["runs"]) == 4
+    for cell in combined["runs"]:
+        mine = [next(r for r in summaries[seed]["runs"] if (r["algorithm"], r["budget"]) == (cell["algorithm"],
+                                                                                            cell["budget"]))
+                for seed in (0, 1)]
+        gains = [r["improvement_points"] for r in mine]
+        assert cell["improvement_points"]["mean"] == pytest.approx(sum(gains) / 2)
+        assert cell["improvement_points"]["sd"] == pytest.approx(abs(gains[0] - gains[1]) / math.sqrt(2))
+        assert [s["p_value"] for s in cell["seeds"]] == [r["p_value"] for r in mine]
+        assert cell["significant"] == sum(r["p_value"] < 0.05 for r in mine)
+    assert (out / "toy_replication_seeds.md").read_text().strip() == combined["table"]
+
+    again = _run("toy_replication.py", *argv, "--resume", timeout=600)
+    logs = [(out / f"seed-{seed}.log").read_text() for seed in (0, 1)]
+    assert all(log.count("reusing the finished run") == 4 and "SFT warm-up: reusing" in log for log in logs)
+    assert json.loads((out / "toy_replication_seeds.json").read_text())["runs"] == combined["runs"]
+    assert "toy replication over seeds 0 1" in again
+
+
+def _correct(samples: Path, budget: int) -> list[bool]:
+    rows = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
+    return [r["outcome"] == "correct" for r in rows if r.get("max_tokens", budget) == budget]
+
+
+def _puzzles(samples: Path) -> list:
+    rows = [json.loads(line) for line in samples.read_text().splitlines() if line.strip()]
+    return [(r["nums"], r["target"]) for r in rows]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "1", "1"], "--seeds must be distinct and >= 0, got 1 1"),
+    (["--seeds", "0", "-2"], "--seeds must be distinct and >= 0, got 0 -2"),
+    (["--jobs", "2"], "--jobs runs several seeds at once: give them with --seeds"),
+    (["--seeds", "0", "--jobs", "0"], "--jobs and --threads must be positive"),
+    (["--max-steps", "0"], "--budgets and --max-steps must be positive"),
+])
+def test_toy_replication_refuses_bad_options_in_one_line(tmp_path, argv, message):
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "toy_replication.py"), *argv, "--output-dir",
+                           str(tmp_path / "toy")], cwd=ROOT, env=offline_env(), capture_output=True, text=True,
+                          timeout=hang_guard(120))
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].endswith(f"error: {message}")
+    assert not (tmp_path / "toy").exists()
 
 
 @pytest.mark.slow

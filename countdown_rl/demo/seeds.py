@@ -39,7 +39,8 @@ from countdown_rl.demo.stages import RECIPE_FILE, RESULTS_FILE, prepare_run_dir
 from countdown_rl.files import render_markdown_table, write_atomic, write_json_atomic
 from countdown_rl.runs.record import EXIT_INTERRUPTED
 
-__all__ = ["SeedRun", "combine", "plan_runs", "run_all", "seed_dir", "threads_per_run", "write_combined"]
+__all__ = ["SeedRun", "combine", "plan_runs", "run_all", "seed_dir", "spread", "spread_cell", "threads_per_run",
+           "write_combined"]
 
 COMBINED_MD = "seeds.md"
 COMBINED_JSON = "seeds.json"
@@ -291,7 +292,12 @@ def spread(values: Sequence[float]) -> dict[str, float | None]:
             "min": min(values), "max": max(values), "n": len(values)}
 
 
-def _spread_cell(s: Mapping[str, Any], unit: str = "", signed: bool = False) -> str:
+def spread_cell(s: Mapping[str, Any], unit: str = "", signed: bool = False) -> str:
+    """A :func:`spread` as a table cell.
+
+    >>> spread_cell(spread([4.7, 8.7, 7.7]), signed=True)
+    '+7.0 (sd 2.1; +4.7 to +8.7)'
+    """
     fmt = "+.1f" if signed else ".1f"
     sd = "" if s["sd"] is None else f"sd {s['sd']:.1f}; "
     return f"{s['mean']:{fmt}}{unit} ({sd}{s['min']:{fmt}} to {s['max']:{fmt}})"
@@ -356,15 +362,15 @@ def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapp
                       f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above, passes(row),
                       expression(row)])
     for algorithm, s in summary.items():
-        above = "—" if s["above_rule_points"] is None else _spread_cell(s["above_rule_points"], signed=True)
+        above = "—" if s["above_rule_points"] is None else spread_cell(s["above_rule_points"], signed=True)
         change = s["pass_k_change_points"]
         table.append([f"mean of {len(s['seeds'])}", display_name(algorithm), "", "",
-                      _spread_cell(s["sft_accuracy_pct"], "%"), _spread_cell(s["trained_accuracy_pct"], "%"),
-                      _spread_cell(s["gain_points"], signed=True),
+                      spread_cell(s["sft_accuracy_pct"], "%"), spread_cell(s["trained_accuracy_pct"], "%"),
+                      spread_cell(s["gain_points"], signed=True),
                       f"{s['significant']} of {len(s['seeds'])} below {SIGNIFICANCE}", above,
-                      "—" if change is None else f"pass@k {_spread_cell(change, signed=True)} points",
+                      "—" if change is None else f"pass@k {spread_cell(change, signed=True)} points",
                       "—" if s["expression_gain_points"] is None
-                      else f"{_spread_cell(s['expression_gain_points'], signed=True)} points"])
+                      else f"{spread_cell(s['expression_gain_points'], signed=True)} points"])
     ks = sorted({row["pass_k"] for row in rows if row.get("pass_k")})
     return render_markdown_table(
         ["seed", "algorithm", "held-out puzzles", "best target-blind rule", "after SFT", "after RL",
