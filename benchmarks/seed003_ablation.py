@@ -63,7 +63,8 @@ def prepare_start(args) -> tuple[Path, Path, dict]:
 
     out = Path(args.output_dir)
     config = toy_replication.replication_config(argparse.Namespace(
-        quick=args.quick, output_dir=str(args.sft_from or out / "toy"), seed=0, resume=True, max_steps=None))
+        quick=args.quick, output_dir=str(args.sft_from or out / "toy"), seed=0, resume=True, max_steps=None,
+        threads=None))  # the toy replication's own threads (the demo's 2): its SFT start, reusable as made there
     demo.setup_environment(config.num_threads)
     warm = demo.warm_start(config)  # reuses a finished SFT stage made with the same settings
     data = out / "data"

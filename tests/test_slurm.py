@@ -292,9 +292,13 @@ def timed(slurm, warm_model, tmp_path_factory):
                 elif action != "limit":
                     slurm.run("scancel", f"--signal={action}", job)
                 else:
-                    # the limit's end within the next minute (whole minutes): SLURM's next check signals the run
+                    # the limit's end in whole minutes, soon: SLURM's time-limit check (about once a minute) signals
+                    # the run. With the early signal, at least a minute more than its lead: a limit under a minute
+                    # away could pass before the next check, which then sends the limit's SIGTERM before the early
+                    # signal (a fresh-clone CI failed so: SIGTERM, then the early SIGUSR1 too late).
                     elapsed = runtime_seconds(task["RunTime"])
-                    slurm.run("scontrol", "update", f"JobId={job}_0", f"TimeLimit={elapsed // 60 + 1}")
+                    lead = 0 if case == "time-limit-sigterm" else CASES[case][0]["signal_seconds"] + 60
+                    slurm.run("scontrol", "update", f"JobId={job}_0", f"TimeLimit={(elapsed + lead) // 60 + 1}")
             for case, pids in paused.items():  # a signal waits on one of a paused run's processes: all go on
                 if case not in woken and any(stopped_with_a_signal_waiting(pid) for pid in pids):
                     signal_pids(pids, signal.SIGCONT)
