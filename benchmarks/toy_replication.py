@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
 from countdown_rl.demo import stages as demo  # noqa: E402
-from countdown_rl.demo.seeds import seed_dir, spread, spread_cell  # noqa: E402
+from countdown_rl.demo.seeds import SIGNIFICANCE, seed_dir, spread, spread_cell  # noqa: E402
 from countdown_rl.runs.record import read_run_record  # noqa: E402  (light: heavy imports happen inside its functions)
 
 BUDGETS = (40, 48, 64)
@@ -58,7 +58,6 @@ GRPO_STEPS = 450  # the demo's 300 left the accuracy still rising (RESULTS.md)
 GOAL_POINTS = 15.0
 RESULTS_FILE = "toy_replication.json"
 SEEDS_FILE = "toy_replication_seeds"  # .json and .md: the table over seeds
-SIGNIFICANCE = 0.05
 
 
 def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
@@ -195,10 +194,15 @@ def run_seed(args: argparse.Namespace) -> dict:
     return summary
 
 
+def threads_of(args: argparse.Namespace) -> int:
+    """Torch threads a process: ``--threads``, else the demo's."""
+    return args.threads or demo.DemoConfig.num_threads
+
+
 def seed_argv(args: argparse.Namespace, seed: int) -> list[str]:
     """The command line of one seed's process: this one's settings, its seed and its folder."""
     argv = ["--output-dir", str(seed_dir(args.output_dir, seed)), "--seed", str(seed),
-            "--budgets", *map(str, args.budgets), "--threads", str(args.threads or 2)]
+            "--budgets", *map(str, args.budgets), "--threads", str(threads_of(args))]
     if args.max_steps is not None:
         argv += ["--max-steps", str(args.max_steps)]
     return argv + ["--quick"] * args.quick + ["--resume"] * args.resume
@@ -278,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
                  for seed in args.seeds}
     combined = combine_seeds(summaries)
     combined["total_seconds"] = round(time.time() - started, 1)
-    combined["jobs"], combined["threads"] = args.jobs, args.threads or 2
+    combined["jobs"], combined["threads"] = args.jobs, threads_of(args)
     out = Path(args.output_dir)
     write_json_atomic(out / f"{SEEDS_FILE}.json", combined)
     (out / f"{SEEDS_FILE}.md").write_text(combined["table"] + "\n", encoding="utf-8")
