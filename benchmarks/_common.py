@@ -12,6 +12,8 @@ Heavy imports (torch, trl, transformers) happen inside functions, so ``--help`` 
   nothing touched) that ``tests/commands/test_bad_invocations.py`` asserts and ``reliability.py`` measures.
 * ``demo_stage_parser`` / ``demo_sft``: the flags of the scripts over the real-model demo's stages (model, seed,
   start model) and its SFT stage, timed.
+* ``run_children``: runs of a script, each its own process with its own log, several at a time (the studies'
+  ``--jobs``).
 * ``StepTimer``: a ``TrainerCallback`` timing each optimizer step (``on_step_begin`` -> ``on_step_end``), plus
   per-phase totals from wrappers put on the trainer instance (``instrument``); TRL's logging, which runs just
   after ``on_step_end``, is timed as its own phase.
@@ -148,6 +150,28 @@ def choose_bf16(precision: str, device: str = "cpu") -> bool:
     print(f"precision: {'bf16 autocast' if chosen.bf16 else 'fp32'} on {device}" +
           ("" if chosen.bf16 else f" (bf16 off: {chosen.why}; --precision bf16 forces it)"), flush=True)
     return chosen.bf16
+
+
+def run_children(script: str, runs: dict[Any, list[str]], jobs: int, log_dir: Path,
+                 log_name: Callable[[Any], str] = str) -> dict[Any, int]:
+    """Each run as ``python SCRIPT ARGV``, ``jobs`` at a time, its output appended to ``log_dir/<log_name(key)>.log``
+    (a rerun with ``--resume`` keeps the earlier log above). Prints a line as each ends; returns ``{key: exit code}``
+    in the order of ``runs``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(key: Any) -> int:
+        started = time.time()
+        log_path = log_dir / f"{log_name(key)}.log"
+        with log_path.open("a", encoding="utf-8") as log:
+            code = subprocess.call([sys.executable, script, *runs[key]], stdout=log, stderr=subprocess.STDOUT)
+        print(f"{log_name(key)}: {'finished' if code == 0 else f'FAILED (exit {code}, see {log_path})'} "
+              f"in {time.time() - started:.0f} s", flush=True)
+        return code
+
+    with ThreadPoolExecutor(jobs) as pool:
+        return dict(zip(runs, pool.map(one, runs)))
 
 
 def median(values: Iterable[float]) -> float:

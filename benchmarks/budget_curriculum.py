@@ -32,13 +32,14 @@ import argparse
 import csv
 import json
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+import _common  # noqa: E402  (benchmarks/, the script's own folder, is on sys.path)
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
 from countdown_rl.demo import stages as demo  # noqa: E402
@@ -255,27 +256,6 @@ def _run_seconds(run_dir: Path) -> float | None:
         return None
 
 
-def run_parallel(names: list[str], argv: list[str], jobs: int, out: Path) -> dict[str, int]:
-    """Each run as ``budget_curriculum.py ARGV --run NAME`` (it reuses the SFT start), ``jobs`` at a time; its
-    output goes to ``<out>/logs/NAME.log``. Returns ``{name: exit code}``."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    logs = out / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-
-    def one(name: str) -> int:
-        t = time.time()
-        with (logs / f"{name}.log").open("a", encoding="utf-8") as log:
-            code = subprocess.call([sys.executable, __file__, *argv, "--run", name], stdout=log,
-                                   stderr=subprocess.STDOUT)
-        print(f"{name}: {'finished' if code == 0 else f'FAILED (exit {code}, see {logs / name}.log)'} "
-              f"in {time.time() - t:.0f} s", flush=True)
-        return code
-
-    with ThreadPoolExecutor(jobs) as pool:
-        return dict(zip(names, pool.map(one, names)))
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -348,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         if all(name != t[0] for t in todo):
             print(f"{name}: reusing the finished run")
     if args.jobs > 1:
-        codes = run_parallel([name for name, _, _ in todo], [*argv, "--threads", str(threads)], args.jobs, out)
+        codes = _common.run_children(__file__, {name: [*argv, "--threads", str(threads), "--run", name]
+                                                   for name, _, _ in todo}, args.jobs, out / "logs")
         if any(codes.values()):
             print(f"{sum(1 for c in codes.values() if c)} run(s) failed; fix and rerun with --resume", flush=True)
             return 1

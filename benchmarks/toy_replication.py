@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+import _common  # noqa: E402  (benchmarks/, the script's own folder, is on sys.path)
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
 from countdown_rl.demo import stages as demo  # noqa: E402
@@ -211,23 +212,8 @@ def seed_argv(args: argparse.Namespace, seed: int) -> list[str]:
 def run_seeds(args: argparse.Namespace) -> dict[int, int]:
     """Each seed as ``toy_replication.py --seed S --output-dir OUT/seed-S``, ``args.jobs`` at a time; its output in
     ``OUT/seed-S.log``. Returns ``{seed: exit code}``."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def one(seed: int) -> int:
-        t = time.time()
-        log_path = out / f"seed-{seed}.log"
-        with log_path.open("a", encoding="utf-8") as log:
-            code = subprocess.call([sys.executable, __file__, *seed_argv(args, seed)], stdout=log,
-                                   stderr=subprocess.STDOUT)
-        print(f"seed {seed}: {'finished' if code == 0 else f'FAILED (exit {code}, see {log_path})'} "
-              f"in {time.time() - t:.0f} s", flush=True)
-        return code
-
-    with ThreadPoolExecutor(args.jobs) as pool:
-        return dict(zip(args.seeds, pool.map(one, args.seeds)))
+    runs = {seed: seed_argv(args, seed) for seed in args.seeds}
+    return _common.run_children(__file__, runs, args.jobs, Path(args.output_dir), log_name=lambda seed: f"seed-{seed}")
 
 
 def combine_seeds(summaries: dict[int, dict]) -> dict:
