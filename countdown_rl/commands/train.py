@@ -34,7 +34,7 @@ import sys
 
 from countdown_rl.commands.one_line import SnakeCaseHelpFormatter, examples, fail
 from countdown_rl.generation.vllm_import import leave_vllm_out
-from countdown_rl.runs.engine import check_launch, launch_rank
+from countdown_rl.runs.engine import check_launch, end_launched_process, launch_rank
 from countdown_rl.runs.guard import release_all_output_dirs
 from countdown_rl.sweeps.runner import PROGRESS_ENV
 from countdown_rl.training.pipeline import RecipeError, plan_recipe, progress_callback, run_recipe
@@ -94,19 +94,12 @@ def with_setup(err: Exception, argv: list[str] | None, script_args, model_args) 
     return f"{err}; {setup}" if setup else str(err)
 
 
-def _end_distributed() -> None:
-    """Wait for every process, then tear the process group down (a bare exit sometimes aborts a rank)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
-
-
 def main(argv: list[str] | None = None, *, own_process: bool | None = None) -> int:
-    """Run ``countdown-rl train`` with ``argv``; ``own_process`` (default: ``argv is None``, the process's entry
-    point) lets a run that uses no vLLM keep vLLM out of the process for good
-    (:func:`countdown_rl.generation.vllm_import.leave_vllm_out`); a call inside a longer-lived process leaves it be."""
+    """Run ``countdown-rl train`` with ``argv``; returns the exit code. ``own_process`` (default: ``argv is None``, the
+    process's entry point) lets a run that uses no vLLM keep vLLM out of the process for good
+    (:func:`countdown_rl.generation.vllm_import.leave_vllm_out`) and lets a finished run of a multi-process launch end
+    its process (:func:`countdown_rl.runs.engine.end_launched_process`); a call inside a longer-lived process leaves
+    both be."""
     try:
         return train(argv, own_process=argv is None if own_process is None else own_process)
     finally:  # the output directory's claim (runs.guard) ends with the command, not only with the process
@@ -140,13 +133,16 @@ def train(argv: list[str] | None = None, own_process: bool = False) -> int:
         return fail(PROG, with_setup(err, argv, script_args, model_args))
     accelerator = run.trainer.accelerator
     logger.info("process %d of %d", accelerator.process_index, accelerator.num_processes)
-    _end_distributed()
+    code = 0
     if run.stopped is not None:  # interrupted (checkpoint saved) or non-finite: one line said so
-        return run.stopped
-    if run.push_error:
+        code = run.stopped
+    elif run.push_error:
         fail(PROG, run.push_error)
-        return 1
-    return 0
+        code = 1
+    if own_process:  # under a multi-process launch every rank ends here, its output directory's claim released
+        release_all_output_dirs()
+        end_launched_process(code)
+    return code
 
 
 if __name__ == "__main__":

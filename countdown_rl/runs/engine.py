@@ -14,17 +14,22 @@
    accelerate shards the model as it would on GPUs.
 4. :func:`describe_engine` says what actually runs, from the Accelerator: the run record's ``engine`` and the
    first line of the log.
+5. :func:`end_launched_process` ends a process of a multi-process launch once its run is written: every rank at a
+   barrier, the exit handlers, then out without Python's teardown (which frees the process group whenever its
+   garbage reaches it, each rank at its own moment).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Engine", "LaunchError", "check_launch", "describe_engine", "enable_fsdp2_on_cpu", "launch_rank",
-           "requested_engine", "same_engine"]
+__all__ = ["Engine", "LaunchError", "check_launch", "describe_engine", "enable_fsdp2_on_cpu",
+           "end_launched_process", "launch_rank", "requested_engine", "same_engine"]
 
 
 class LaunchError(ValueError):
@@ -212,3 +217,24 @@ def describe_engine(accelerator, env: Mapping[str, str] | None = None) -> Engine
     local = max(1, _count(env, "LOCAL_WORLD_SIZE", processes))
     return Engine(kind, version, processes, max(1, processes // local), getattr(state, "backend", None),
                   accelerator.device.type)
+
+
+def end_launched_process(code: int) -> None:
+    """With a process group (a multi-process launch): wait for every rank, run the exit handlers, flush, and end this
+    process with ``code`` without Python's teardown. Without one, return.
+
+    Python's teardown frees the gloo process group whenever its garbage reaches it, in each rank at its own moment, so
+    one rank's teardown closes connections the other's is still using: a rank then died of SIGABRT in gloo's own
+    thread with no Python frame left (an FSDP2 launch's rank 1 in CI, torch 2.13), and freeing DDP's reducer there
+    deadlocked a rank once. ``os._exit`` frees nothing; the exit handlers it would skip (logging's flush, a merged
+    LoRA model's removal, a reporter's finish) run first, so all that Python's exit writes is written.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()  # every rank has written its part of the run
+    atexit._run_exitfuncs()  # CPython's own exit handlers, run as sys.exit would run them
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

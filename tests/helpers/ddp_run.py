@@ -17,9 +17,9 @@ import trl.trainer.grpo_trainer as grpo_trainer_module  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+from countdown_rl.runs.engine import end_launched_process  # noqa: E402
 from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
-from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
 from tests.helpers.trainers import char_diversity_reward  # noqa: E402
 from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
 
@@ -48,7 +48,7 @@ def main():
         history = [h for h in trainer.state.log_history if "loss" in h]
         with open(out_path, "w") as f:
             json.dump({k: [h[k] for h in history] for k in ("loss", "reward", "grad_norm")}, f)
-    exit_after_barrier()
+    end_launched_process(0)  # every rank at a barrier, then out without tearing the process group down
 
 
 if __name__ == "__main__":

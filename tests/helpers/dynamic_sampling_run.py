@@ -17,7 +17,7 @@ leave_vllm_out()  # the stand-in generates: keep vLLM out
 import torch  # noqa: E402
 import trl.trainer.grpo_trainer as grpo_trainer_module  # noqa: E402
 
-from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
+from countdown_rl.runs.engine import end_launched_process  # noqa: E402
 from tests.helpers.trainers import puzzle_rows, tiny_trainer  # noqa: E402
 from tests.helpers.vllm_standin import HFSamplingVLLMStandIn  # noqa: E402
 from tests.helpers.split_reward import G, batch_puzzles, puzzle_index, split_reward  # noqa: E402
@@ -48,7 +48,7 @@ def main():
     rank = trainer.accelerator.process_index
     with open(os.path.join(out_dir, f"rank-{rank}.json"), "w") as f:
         json.dump({"batches": batches, "ran": trainer.dynamic_sampling_ran}, f)
-    exit_after_barrier()
+    end_launched_process(0)  # every rank at a barrier, then out without tearing the process group down
 
 
 if __name__ == "__main__":

@@ -22,22 +22,25 @@ def offline_env(**extra: str) -> dict[str, str]:
 
 
 # What a process that died leaves in its output: Python's fault handler's dump (its first line, then each thread's
-# stack, up to the list of extension modules), and the launchers' own words for a rank killed by a signal.
+# stack, up to the list of extension modules), the launchers' own words for a rank killed by a signal, and C++'s
+# words for an exception no thread caught (a native library's thread that aborts the process: what it threw).
 DUMP_START = "Fatal Python error: "
 DUMP_END = "Extension modules: "
 SIGNAL_LINE = re.compile(r"Signal \d+ \(SIG\w+\) received|exitcode\s*:\s*-\d+|died with <Signals\.SIG\w+|"
-                         r"terminated by signal|Segmentation fault")
+                         r"terminated by signal|Segmentation fault|terminate called|^\s*what\(\): ")
 
 
 def crash_report(output: str, limit: int = 3000) -> str:
     """``output`` for an assertion message: every fault-handler dump whole and each line that names a signal death,
     then the last ``limit`` characters. A crashed rank's stack is then in the message however long the other
-    ranks' output after it (a gloo error, the launcher's summary).
+    ranks' output after it (a gloo error, the launcher's summary); an uncaught C++ exception's two lines too.
 
     >>> report = crash_report("a\\nFatal Python error: Segmentation fault\\n\\n  File \\"x.py\\", line 3\\n"
     ...                       "Extension modules: numpy (total: 1)\\n" + "later\\n" * 2000, limit=12)
     >>> report.splitlines()[:3]
     ['crash: Fatal Python error: Segmentation fault', 'crash: ', 'crash:   File "x.py", line 3']
+    >>> crash_report("terminate called after throwing an instance of 'E'\\n  what():  closed\\nb", limit=1).split("\\n")
+    ["crash: terminate called after throwing an instance of 'E'", 'crash:   what():  closed', '...', 'b']
     """
     found, inside = [], False
     for line in output.splitlines():

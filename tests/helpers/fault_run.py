@@ -19,6 +19,7 @@ Under a multi-process launch only rank 0 gets the signal (the others must learn 
 torch (a global module forward hook, tensor hooks, ``torch.save``), never on countdown_rl's code.
 """
 
+import atexit
 import contextlib
 import os
 import signal
@@ -126,10 +127,10 @@ def main() -> int:
     torch.set_num_threads(1)
     from countdown_rl.commands.train import main as train_main
 
+    # steps started in this process, said on the way out (a rank of a multi-process launch ends inside train_main)
+    atexit.register(lambda: print(f"fault_run: {STATE['step']} steps generated", file=sys.stderr))
     with injected(sys.argv[1]):
-        code = train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"], own_process=True)  # as the command
-    print(f"fault_run: {STATE['step']} steps generated", file=sys.stderr)  # steps started in this process
-    return code
+        return train_main(sys.argv[split + 1:] + ["--reward_funcs", "toy_dense"], own_process=True)  # as the command
 
 
 if __name__ == "__main__":

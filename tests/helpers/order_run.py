@@ -16,10 +16,10 @@ leave_vllm_out()  # nothing here generates with vLLM (as `countdown-rl train` wi
 import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+from countdown_rl.runs.engine import end_launched_process  # noqa: E402
 from countdown_rl.tasks import get_task  # noqa: E402
 from countdown_rl.data.prepare import prepare_dataset  # noqa: E402
 from countdown_rl.training.trainer import CountdownGRPOConfig, CountdownGRPOTrainer  # noqa: E402
-from tests.helpers.rank_exit import exit_after_barrier  # noqa: E402
 
 
 def main():
@@ -48,7 +48,7 @@ def main():
     trainer.train()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(seen, f)
-    exit_after_barrier()
+    end_launched_process(0)  # every rank at a barrier, then out without tearing the process group down
 
 
 if __name__ == "__main__":
