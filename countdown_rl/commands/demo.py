@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
         "generated Countdown puzzles, with a before/after accuracy table.",
         epilog=examples(
-            "countdown-rl demo                             the full demo (about 10 minutes on 2 CPU cores)",
+            "countdown-rl demo                             the full demo (about 13 minutes on 2 CPU cores)",
             "countdown-rl demo --quick                     a one-minute smoke run",
             "countdown-rl demo --algorithm dr_grpo --seed 1",
             "countdown-rl demo --resume                    continue a stopped run from its newest checkpoint",
@@ -68,12 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"], help=f"RL steps (default {d.max_steps})")
     p.add_argument("--temperature", type=float,
                    help=f"RL's sampling temperature (default {d.temperature:g}; 0.7 with --model_name_or_path)")
-    p.add_argument("--dynamic_sampling", action="store_true",
+    p.add_argument("--dynamic_sampling", action=argparse.BooleanOptionalAction, default=None,
                    help="RL draws more prompts, up to --dynamic_sampling_max_rounds generation rounds a step, until "
                    "each of the step's groups holds some correct and some wrong completions (DAPO's group filter; "
-                   "about twice the RL stage's time)")
+                   "the RL stage takes about twice as long as without it) (default on; off with --model_name_or_path)")
     p.add_argument("--dynamic_sampling_max_rounds", type=int,
-                   help=f"with --dynamic_sampling: the most generation rounds a step (default "
+                   help=f"with dynamic sampling on: the most generation rounds a step (default "
                    f"{d.dynamic_sampling_max_rounds})")
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
     p.add_argument("--pass_k", type=int,
@@ -147,14 +147,14 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         if not args.temperature > 0:
             raise ValueError(f"--temperature must be positive, got {args.temperature:g}")
         overrides["temperature"] = args.temperature
+    if args.dynamic_sampling is not None:
+        overrides["dynamic_sampling"] = args.dynamic_sampling
     if args.dynamic_sampling_max_rounds is not None:
-        if not args.dynamic_sampling:
-            raise ValueError("--dynamic_sampling_max_rounds needs --dynamic_sampling")
+        if not overrides.get("dynamic_sampling", config.dynamic_sampling):
+            raise ValueError("--dynamic_sampling_max_rounds needs dynamic sampling on (--dynamic_sampling)")
         if args.dynamic_sampling_max_rounds < 1:
             raise ValueError(f"--dynamic_sampling_max_rounds must be at least 1, got {args.dynamic_sampling_max_rounds}")
         overrides["dynamic_sampling_max_rounds"] = args.dynamic_sampling_max_rounds
-    if args.dynamic_sampling:
-        overrides["dynamic_sampling"] = True
     if args.expression_eval is not None:
         overrides["expression_eval"] = args.expression_eval
     if args.pass_k is not None:

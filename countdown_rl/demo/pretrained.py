@@ -100,8 +100,9 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     # The chat prompt, temperature 0.7 under bf16 autocast, truncated completions masked, zero-advantage ones skipped.
     # No sampled evaluation (pass_k 0): 16 samples of 300 puzzles would take SmolLM2 longer on a CPU than its RL stage.
     # No expression-pool evaluation: its transfer evaluation scores the assignment's (expression) puzzles instead.
-    common = {"model_name_or_path": model, "prompt_template": "chat", "temperature": 0.7, "bf16": True,
-              "mask_truncated_completions": True, "skip_zero_advantage": True, "pass_k": 0,
+    # No dynamic sampling (the tiny demo's is on): these settings were chosen without it.
+    common = {"model_name_or_path": model, "prompt_template": "chat", "temperature": 0.7, "dynamic_sampling": False,
+              "bf16": True, "mask_truncated_completions": True, "skip_zero_advantage": True, "pass_k": 0,
               "expression_eval": 0}
     if quick:  # one checkpoint, at the end: SmolLM2's (weights and Adam state) is 1.6 GB. Every stage, on few rows:
         # each held-out and transfer row is one more chat prompt to prefill in each of three evaluations

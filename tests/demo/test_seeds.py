@@ -183,8 +183,8 @@ def _cli(argv):
     (["--seeds", "0", "--lora"], "seed 0 grpo: --lora needs --model_name_or_path"),
     (["--seeds", "0", "--dynamic_sampling", "--dynamic_sampling_max_rounds", "0"],
      "seed 0 grpo: --dynamic_sampling_max_rounds must be at least 1, got 0"),
-    (["--seeds", "0", "--dynamic_sampling_max_rounds", "2"],
-     "seed 0 grpo: --dynamic_sampling_max_rounds needs --dynamic_sampling"),
+    (["--seeds", "0", "--no_dynamic_sampling", "--dynamic_sampling_max_rounds", "2"],
+     "seed 0 grpo: --dynamic_sampling_max_rounds needs dynamic sampling on (--dynamic_sampling)"),
     (["--seeds", "0", "--temperature", "0"], "seed 0 grpo: --temperature must be positive, got 0"),
 ])
 def test_bad_several_run_arguments_are_one_line_before_anything_runs(tmp_path, argv, message):
@@ -206,6 +206,18 @@ def test_each_run_gets_the_options_given_and_its_own_seed_algorithm_folder_and_t
     assert (config.seed, config.algorithm, config.max_steps, config.num_threads, config.puzzles.sampling) == (
         3, "dr_grpo", 2, 4, "expression")
     assert (config.temperature, config.dynamic_sampling, config.dynamic_sampling_max_rounds) == (1.0, True, 3)
+
+
+def test_dynamic_sampling_is_on_by_default_and_no_dynamic_sampling_is_passed_on_to_each_run():
+    parser = demo_cli.build_parser()
+    default = demo_cli.config_from_args(parser.parse_args([]))
+    assert (default.dynamic_sampling, default.temperature) == (True, 0.3)
+    args = parser.parse_args(["--seeds", "3", "4", "--no_dynamic_sampling", "--temperature", "0.7"])
+    argv = demo_cli.child_argv(parser, args, seed=4)
+    assert argv == ["--temperature", "0.7", "--no_dynamic_sampling", "--seed", "4"]
+    config = demo_cli.config_from_args(parser.parse_args(argv))
+    assert (config.seed, config.dynamic_sampling, config.temperature) == (4, False, 0.7)
+    assert demo_cli.config_from_args(parser.parse_args(["--dynamic_sampling"])).dynamic_sampling is True
 
 
 @pytest.mark.slow
