@@ -6,7 +6,6 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # nothing in this project's tests may reach 
 
 import random
 import re
-import time
 from fractions import Fraction
 from functools import lru_cache
 
@@ -106,7 +105,10 @@ def test_solver_is_deterministic_and_order_independent():
     assert solve([7, 65, 7], 51) == first
 
 
-def test_unsolvable_four_numbers_is_fast():
+def test_unsolvable_four_numbers_meet_in_the_middle_without_the_whole_sets_values():
+    """An unsolvable puzzle is settled by looking each half's values up in the other's: each proper sub-multiset's
+    values are computed once, the whole set's never (a search over them is what makes 4 numbers slow). Counted, not
+    timed, so that a loaded machine cannot fail it."""
     rng = random.Random(99)
     cases = []
     while len(cases) < 5:
@@ -116,9 +118,8 @@ def test_unsolvable_four_numbers_is_fast():
             cases.append((nums, target))
     for nums, target in cases:
         puzzles._reachable.cache_clear()  # cold: no help from earlier calls
-        start = time.perf_counter()
         assert solve(nums, target) is None
-        assert time.perf_counter() - start < 0.05, (nums, target)
+        assert puzzles._reachable.cache_info().misses <= 2 ** len(nums) - 2, (nums, target)
 
 
 @pytest.mark.parametrize(
