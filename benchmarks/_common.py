@@ -69,22 +69,29 @@ def quiet_hf() -> None:
 
 
 # The RL stage's sampling these studies' figures were measured with (RESULTS.md): temperature 0.7, one generation
-# round a step. The demo's own default moved to dynamic sampling at 0.3; a study keeps its measured setting unless
-# it sets these itself, so that its figures still reproduce by its command.
+# round a step, where the demo's own default is dynamic sampling at 0.3; kept so that their figures still reproduce
+# by their commands.
 MEASURED_SAMPLING = {"temperature": 0.7, "dynamic_sampling": False}
 
 
-def demo_start(quick: bool, **overrides: Any) -> tuple[Any, Any]:
-    """The tiny demo's settings (``quick``: its quick ones) with ``overrides``, placed on the CPU, its threads set
-    and the placement printed; then its puzzles and SFT stage (``demo.stages.warm_start``, reused where
-    ``overrides`` say ``resume``). The RL sampling is :data:`MEASURED_SAMPLING` unless ``overrides`` set it.
-    Returns ``(config, warm)``."""
+def measured_demo_config(quick: bool) -> Any:
+    """The tiny demo's settings (``quick``: its quick ones) with :data:`MEASURED_SAMPLING`: every study's start."""
     from dataclasses import replace
 
-    from countdown_rl.demo.stages import DemoConfig, placed, placement_line, quick_config, setup_environment, warm_start
+    from countdown_rl.demo.stages import DemoConfig, quick_config
 
-    settings = {**MEASURED_SAMPLING, "device": "cpu", **overrides}
-    config, placement = placed(replace(quick_config() if quick else DemoConfig(), **settings))
+    return replace(quick_config() if quick else DemoConfig(), **MEASURED_SAMPLING)
+
+
+def demo_start(quick: bool, **overrides: Any) -> tuple[Any, Any]:
+    """:func:`measured_demo_config` with ``overrides``, placed on the CPU, its threads set and the placement printed;
+    then its puzzles and SFT stage (``demo.stages.warm_start``, reused where ``overrides`` say ``resume``). Returns
+    ``(config, warm)``."""
+    from dataclasses import replace
+
+    from countdown_rl.demo.stages import placed, placement_line, setup_environment, warm_start
+
+    config, placement = placed(replace(measured_demo_config(quick), device="cpu", **overrides))
     setup_environment(config.num_threads)
     print(placement_line(placement), flush=True)
     return config, warm_start(config)

@@ -71,11 +71,9 @@ def thirds_schedule(budgets: list[int], steps: int) -> list[list[int]]:
 
 def study_config(args: argparse.Namespace) -> demo.DemoConfig:
     """The demo's settings (``--quick``: its quick ones) with toy_replication's SFT start and this study's dir."""
-    config = demo.quick_config() if args.quick else demo.DemoConfig()
-    # the demo's expression-pool evaluation left out: this study compares the runs on the held-out part; the RL
-    # sampling its figures were measured with
-    overrides = {**_common.MEASURED_SAMPLING, "output_dir": args.output_dir, "seed": 0, **SFT, "max_steps": GRPO_STEPS,
-                 "expression_eval": 0}
+    config = _common.measured_demo_config(args.quick)  # with the RL sampling its figures were measured with
+    # the demo's expression-pool evaluation left out: this study compares the runs on the held-out part
+    overrides = {"output_dir": args.output_dir, "seed": 0, **SFT, "max_steps": GRPO_STEPS, "expression_eval": 0}
     if args.quick:  # 3 steps (one per budget), no in-training evaluation or checkpoint, 16 held-out puzzles
         overrides.update(sft_steps=config.sft_steps, max_steps=3, in_training_eval=0, save_steps=1000,
                          prompts_per_step=2, puzzles=replace(config.puzzles, num_eval=16))

@@ -64,11 +64,10 @@ SEEDS_FILE = "toy_replication_seeds"  # .json and .md: the table over seeds
 def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
     """The demo's settings (``--quick``: the demo's quick ones) with :data:`SFT`'s traces, this script's output
     dir and overrides."""
-    config = demo.quick_config() if args.quick else demo.DemoConfig()
-    # the demo's expression-pool evaluation left out: this study compares the runs on the held-out part; the RL
-    # sampling its figures were measured with
-    overrides = {**_common.MEASURED_SAMPLING, "output_dir": args.output_dir, "seed": args.seed, "resume": args.resume,
-                 **SFT, "max_steps": GRPO_STEPS, "expression_eval": 0, "num_threads": args.threads or config.num_threads}
+    config = _common.measured_demo_config(args.quick)  # with the RL sampling its figures were measured with
+    # the demo's expression-pool evaluation left out: this study compares the runs on the held-out part
+    overrides = {"output_dir": args.output_dir, "seed": args.seed, "resume": args.resume, **SFT,
+                 "max_steps": GRPO_STEPS, "expression_eval": 0, "num_threads": args.threads or config.num_threads}
     if args.quick:  # the quick preset's step counts
         overrides.update(sft_steps=config.sft_steps, max_steps=config.max_steps)
     if args.max_steps is not None:
