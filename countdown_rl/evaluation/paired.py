@@ -4,6 +4,8 @@
    the first, and only the second, got right (the discordant pairs; the rest carry no information).
 2. :func:`mcnemar_exact`: the two-sided exact McNemar p-value of those two counts (a binomial(n, 1/2) tail,
    doubled), with no normal approximation, so small counts are exact.
+3. :func:`detection_chance`: how likely such a comparison is to show a gain of a given size with a given p-value,
+   when the true gain and the number of discordant rows are known: the size of held-out set a bar needs.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["mcnemar_exact", "paired_counts"]
+__all__ = ["detection_chance", "mcnemar_exact", "paired_counts"]
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -40,3 +42,30 @@ def paired_counts(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> dict[
     only_a = sum(bool(a) and not bool(b) for a, b in zip(correct_a, correct_b, strict=True))
     only_b = sum(bool(b) and not bool(a) for a, b in zip(correct_a, correct_b, strict=True))
     return {"only_a": only_a, "only_b": only_b, "rows": len(correct_a), "p_value": mcnemar_exact(only_a, only_b)}
+
+
+def detection_chance(true_gain: float, discordant: int, rows: int, *, min_gain: float, alpha: float) -> float:
+    """The chance that a paired comparison on ``rows`` rows, ``discordant`` of them solved by one model only, shows a
+    gain of at least ``min_gain`` points with an exact McNemar p below ``alpha`` when its true gain is ``true_gain``
+    points: each discordant row is the second model's with probability ``(discordant + gain rows) / (2 discordant)``
+    (the evaluation's own binomial error; a training run's spread comes on top).
+
+    >>> round(detection_chance(9, 60, 300, min_gain=10, alpha=0.01), 3)
+    0.394
+    >>> round(detection_chance(12, 60, 300, min_gain=10, alpha=0.01) ** 6, 3)  # six runs all showing it
+    0.432
+    """
+    if not 0 < discordant <= rows:
+        raise ValueError(f"discordant={discordant}: expected 1..rows ({rows})")
+    if not 0 < alpha <= 1:
+        raise ValueError(f"alpha={alpha}: expected in (0, 1]")
+    surplus = true_gain * rows / 100  # rows only the second model solves, less rows only the first solves
+    if abs(surplus) > discordant:
+        raise ValueError(f"true_gain={true_gain} points on {rows} rows needs more than {discordant} discordant rows")
+    q = (discordant + surplus) / (2 * discordant)
+    chance = 0.0
+    for wins in range(discordant + 1):
+        shown = (2 * wins - discordant) * 100 / rows
+        if shown >= min_gain - 1e-9 and mcnemar_exact(wins, discordant - wins) < alpha:
+            chance += math.comb(discordant, wins) * q**wins * (1 - q) ** (discordant - wins)
+    return chance
