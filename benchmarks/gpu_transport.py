@@ -35,7 +35,7 @@ MIB = 2**20
 # What the GPU machine's image lacks for the study (its torch, transformers, accelerate, peft, pyarrow, pandas,
 # xxhash, fsspec are there): the versions this project pins or was tested with.
 WHEELS = ("trl==1.16.0", "datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "gguf==0.19.0")
-CARRY_LIMIT_MIB = 64
+CARRY_LIMIT_MIB = 64  # the most one transfer to the GPU machine takes, the repository included
 
 
 def sha256(path: str | Path) -> str:
@@ -145,10 +145,10 @@ def prepare(root: Path, repo: Path) -> None:
     tree = float(subprocess.run(["bash", "-c", "git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1"], cwd=repo,
                                 capture_output=True, text=True).stdout.strip() or 0) / MIB
     first, second = folder_mib(root / "model-1"), folder_mib(root / "model-2") + folder_mib(wheels)
-    print(f"repository {tree:.1f} MiB; call 1 carries {first:.1f} MiB (+ the repository), call 2 {second:.1f} MiB "
-          f"(+ the repository); the limit is {CARRY_LIMIT_MIB} MiB a call")
+    print(f"repository {tree:.1f} MiB; transfer 1 carries {first:.1f} MiB (+ the repository), transfer 2 "
+          f"{second:.1f} MiB (+ the repository); the limit is {CARRY_LIMIT_MIB} MiB a transfer")
     if max(first, second) + tree > CARRY_LIMIT_MIB:
-        raise SystemExit("over the limit: split the model into more parts (one more call each)")
+        raise SystemExit("over the limit: split the model into more parts (one more transfer each)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
