@@ -1,4 +1,4 @@
-"""Pieces shared by the study scripts (``seed002_study.py``, ``seed003_ablation.py``): they write a base recipe
+"""Pieces shared by the study scripts (``gr_reinforce_study.py``, ``normaliser_ablation.py``): they write a base recipe
 and sweep specs, run the sweeps with ``countdown-rl sweep`` and read the numbers back with the sweep report.
 
 * ``write_yaml``: a recipe or spec file (keys in the given order).

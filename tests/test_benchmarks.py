@@ -20,7 +20,7 @@
   rows and the minutes saved from the runs' own records.
 * ``benchmarks/dynamic_sampling.py --quick``: the demo's RL stage without and with dynamic sampling for the same
   training time, the table's counts the runs' own logged ones.
-* ``benchmarks/gpu_transport.py split`` / ``join``: a file in checked parts and back, a changed or missing part refused.
+* ``scripts/offline_bundle.py split`` / ``join``: a file in checked parts and back, a changed or missing part refused.
 * ``benchmarks/gpu_study.py --quick``: both parts of the GPU study on the CPU, the tables, the goal's verdict and a
   ``skipped:`` line for what it cannot do here.
 * ``benchmarks/vllm_import_cost.py``: the trainer's import timed with vLLM as installed and left out, side by side.
@@ -49,9 +49,9 @@ GPU_PROFILE_COLUMNS = [
 ]
 
 
-def _run(script: str, *args: str, timeout: int = 150) -> str:
+def _run(script: str, *args: str, timeout: int = 150, folder: str = "benchmarks") -> str:
     env = offline_env()
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, str(ROOT / folder / script), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=hang_guard(timeout))
     assert done.returncode == 0, (
         f"{script} failed (rc {done.returncode}):\n{done.stdout[-3000:]}\n{crash_report(done.stderr)}"
@@ -381,7 +381,7 @@ def test_blind_rule_quick_rows_are_the_pools_own():
     header, rows = _table(stdout)
     assert header[:4] == ["shape", "sampling", "pools", "best target-blind rule, % of the pool"]
     assert [(r[0], r[1]) for r in rows] == [("demo", "expression"), ("demo", "balanced"),
-                                            ("assignment", "expression"), ("assignment", "balanced")]
+                                            ("reference", "expression"), ("reference", "balanced")]
     records = json.loads(stdout[stdout.index("\n["):])
     for record in records:
         assert record["puzzles"] == 300 and record["seed"] == 0
@@ -498,16 +498,23 @@ def test_step_size_measures_each_losss_update_as_the_weights_moved(tmp_path):
     assert float(ratios[2]) == pytest.approx(medians["dr_grpo"][1] / medians["grpo"][1], abs=0.006)
 
 
-def test_gpu_transport_splits_and_joins_a_file_checked_part_by_part(tmp_path):
-    """``gpu_transport.py split`` / ``join``: the parts under the size asked for, round two folders (two device
-    calls), joined back byte for byte; a changed or missing part is one line naming it, with nothing left behind."""
+def test_offline_bundle_splits_and_joins_a_file_checked_part_by_part(tmp_path):
+    """``scripts/offline_bundle.py split`` / ``join``: the parts under the size asked for, round two folders (two
+    transfers), joined back byte for byte; a changed or missing part is one line naming it, with nothing left
+    behind."""
     import os
+
+    def bundle(*args: str) -> str:
+        return _run("offline_bundle.py", *args, folder="scripts")
+
+    def refused_join(out: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(ROOT / "scripts" / "offline_bundle.py"), "join", str(one),
+                               str(two), "--out", str(out)], capture_output=True, text=True, env=offline_env())
 
     data = os.urandom(2_500_000)
     (tmp_path / "model.gguf").write_bytes(data)
     one, two = tmp_path / "model-1", tmp_path / "model-2"
-    out = _run("gpu_transport.py", "split", str(tmp_path / "model.gguf"), "--out", str(one), str(two),
-               "--part-mib", "1")
+    out = bundle("split", str(tmp_path / "model.gguf"), "--out", str(one), str(two), "--part-mib", "1")
     assert "model.gguf: 3 parts" in out
     sizes = {p.name: p.stat().st_size for folder in (one, two) for p in folder.glob("*.part*")}
     assert sizes == {"model.gguf.part000": 2**20, "model.gguf.part002": 2_500_000 - 2 * 2**20,
@@ -515,23 +522,22 @@ def test_gpu_transport_splits_and_joins_a_file_checked_part_by_part(tmp_path):
     assert sorted(p.name for p in two.glob("*.part*")) == ["model.gguf.part001"]
     joined = tmp_path / "there"
     joined.mkdir()
-    assert "joined and checked" in _run("gpu_transport.py", "join", str(one), str(two), "--out", str(joined))
+    assert "joined and checked" in bundle("join", str(one), str(two), "--out", str(joined))
     assert (joined / "model.gguf").read_bytes() == data
 
     (two / "model.gguf.part001").write_bytes(b"x" + data[2**20 + 1:2 * 2**20])  # one byte changed
     bad = tmp_path / "bad"
     bad.mkdir()
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_transport.py"), "join", str(one), str(two),
-                           "--out", str(bad)], capture_output=True, text=True, env=offline_env())
-    assert done.returncode == 2 and "model.gguf.part001: 1048576 bytes, not the 1048576 with the SHA-256" in done.stderr
+    done = refused_join(bad)
+    assert done.returncode == 2 and done.stderr.startswith("offline_bundle.py: error: ")
+    assert "model.gguf.part001: 1048576 bytes, not the 1048576 with the SHA-256" in done.stderr
     assert done.stderr.count("\n") == 1 and list(bad.iterdir()) == []
     (two / "model.gguf.part001").unlink()
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_transport.py"), "join", str(one), str(two),
-                           "--out", str(bad)], capture_output=True, text=True, env=offline_env())
+    done = refused_join(bad)
     assert done.returncode == 2 and "model.gguf.part001: missing" in done.stderr and list(bad.iterdir()) == []
 
 
-@pytest.mark.slow  # the seeds' combining and scheduling: tests/demo/test_seeds.py; the transport: above
+@pytest.mark.slow  # the seeds' combining and scheduling: tests/demo/test_seeds.py; the model's parts: above
 def test_gpu_study_quick_runs_both_parts_on_the_cpu_and_says_what_it_skipped(tmp_path):
     """``gpu_study.py --quick``: (a) the tiny demo at one seed, GRPO and Dr.GRPO from one SFT model, the combined
     table and the goal's verdict; (b) the step table, prompt-once off and on; a skipped line for each thing it does

@@ -1,7 +1,7 @@
 """``countdown-rl warmup`` end to end, short: the tiny offline model saved as the base, then a two-step SFT on a
-task's generated rows, saved beside it (the start of the CPU recipes; ``benchmarks/seed002_study.py`` runs it long
-in the slow tier); a given model (``--model_name_or_path``) warmed up in its chat template, with the loss on the assistant's
-answer only. From a ``.gguf`` file: tests/models/test_source.py."""
+task's generated rows, saved beside it (the start of the CPU recipes; ``benchmarks/gr_reinforce_study.py`` runs it
+long in the slow tier); a given model (``--model_name_or_path``) warmed up in its chat template, with the loss on the
+assistant's answer only. From a ``.gguf`` file: tests/models/test_source.py."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Seed 002's claim, tested directly: at one effective batch, the micro-batch size changes nothing.
+"""The GR-REINFORCE study's claim, tested directly: at one effective batch, the micro-batch size changes nothing.
 
 One optimizer step of ``CountdownGRPOTrainer`` on one rollout of 16 completions (2 prompts x 8), split into
 micro-batches of 2 x 8 accumulation steps, 4 x 4 and 16 x 1: the same seed gives the same completions and rewards,
 and the accumulated gradient and the updated weights must agree up to float rounding, for GRPO's per-sequence
 ``masked_mean`` and Dr.GRPO's constant normaliser, on-policy (num_iterations 1) and on the second pass of a
 reused rollout (num_iterations 2, where the importance ratio and clipping are live). The sweep
-``benchmarks/seed002_study.py`` (``micro_batch``) shows the same over 100 rollouts.
+``benchmarks/gr_reinforce_study.py`` (``micro_batch``) shows the same over 100 rollouts.
 """
 
 from __future__ import annotations

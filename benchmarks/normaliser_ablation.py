@@ -14,10 +14,10 @@ setup of ``benchmarks/toy_replication.py``:
    ``countdown-rl sweep`` (``--jobs N``: N runs at a time, as array tasks would).
 4. The table: each variant's final greedy accuracy on the 300 held-out puzzles (mean +- sd over seeds) beside the
    MATH ablations', and the paired differences they draw conclusions from (exact McNemar test on the same puzzles,
-   pooled over seeds). Written to ``<output-dir>/seed003_ablation.{md,json}`` with the sweep's report.
+   pooled over seeds). Written to ``<output-dir>/normaliser_ablation.{md,json}`` with the sweep's report.
 
-    python benchmarks/seed003_ablation.py --sft-from outputs/toy-replication   # ~1 h on 2 CPU cores
-    python benchmarks/seed003_ablation.py --quick                              # smoke check (< 1 min)
+    python benchmarks/normaliser_ablation.py --sft-from outputs/toy-replication   # ~1 h on 2 CPU cores
+    python benchmarks/normaliser_ablation.py --quick                              # smoke check (< 1 min)
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def base_recipe(sft_dir: Path, data: Path, num_eval: int, config, args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output-dir", default="outputs/seed003-ablation")
+    parser.add_argument("--output-dir", default="outputs/normaliser-ablation")
     parser.add_argument("--sft-from", help="a toy replication's --output-dir whose SFT stage to reuse")
     parser.add_argument("--budget", type=int, default=64, help="completion budget in tokens (default 64)")
     parser.add_argument("--steps", type=int, help="RL steps per run (default: the toy replication's 450)")
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     recipe = write_yaml(out / "base.yaml", base_recipe(sft_dir, data, start["num_eval"], config, args))
     names = args.variants or list(VARIANTS)
     spec = write_yaml(out / "sweep.yaml", {
-        "name": "seed003-ablation", "base": str(recipe), "output_root": str(out / "runs"), "mode": "zip",
+        "name": "normaliser-ablation", "base": str(recipe), "output_root": str(out / "runs"), "mode": "zip",
         "seeds": args.seeds,
         "axes": {"baseline": [VARIANTS[n][0] for n in names], "reduction": [VARIANTS[n][1] for n in names],
                  "std_normalization": [VARIANTS[n][2] for n in names]},
@@ -152,7 +152,7 @@ def summarise(out: Path, args, wall: float, codes: dict) -> int:
             continue
         accs = by_variant[name]["accuracies"]
         mean, sd, _ = mean_sd(accs)
-        rows.append({"variant": name, "seed003_pct": theirs, "toy_pct": accs, "toy_mean_pct": mean, "toy_sd_pct": sd})
+        rows.append({"variant": name, "reported_pct": theirs, "toy_pct": accs, "toy_mean_pct": mean, "toy_sd_pct": sd})
         table.append([name, f"{theirs:.2f}%", "—" if mean is None else f"{mean:.1f}%" + ("" if sd is None else
                       f" ± {sd:.1f}"), ", ".join(f"{a:.1f}" for a in accs)])
     comparisons, ctable = [], []
@@ -162,7 +162,7 @@ def summarise(out: Path, args, wall: float, codes: dict) -> int:
         test = paired_test(sweep, by_variant[a]["point"], by_variant[b]["point"])
         ma, mb = (next(r["toy_mean_pct"] for r in rows if r["variant"] == n) for n in (a, b))
         diff = None if ma is None or mb is None else ma - mb
-        comparisons.append({"a": a, "b": b, "claim": claim, "seed003_points": theirs, "toy_points": diff, **test})
+        comparisons.append({"a": a, "b": b, "claim": claim, "reported_points": theirs, "toy_points": diff, **test})
         ctable.append([f"{a} − {b}", claim, f"{theirs:+.2f}", "—" if diff is None else f"{diff:+.1f}",
                        f"{test['only_a']} / {test['only_b']} of {test['pairs']}", f"{test['p_value']:.3f}"])
     per_run = [r.seconds for r in sweep.results if r.seconds is not None]
@@ -173,10 +173,10 @@ def summarise(out: Path, args, wall: float, codes: dict) -> int:
                                    "toy (points)", "solved only by A / only by B (pairs)", "McNemar p"], ctable), "",
         f"Runs: {len(per_run)} finished, {sum(per_run):.0f} s of run time in all ({args.jobs} at a time, "
         f"{args.threads} threads each); wall time {wall:.0f} s.", ""])
-    write_json_atomic(out / "seed003_ablation.json", {"variants": rows, "comparisons": comparisons,
-                                                     "run_seconds": per_run, "wall_seconds": round(wall, 1),
-                                                     "seeds": args.seeds, "budget": args.budget, "exit_codes": codes})
-    (out / "seed003_ablation.md").write_text(md, encoding="utf-8")
+    write_json_atomic(out / "normaliser_ablation.json", {
+        "variants": rows, "comparisons": comparisons, "run_seconds": per_run, "wall_seconds": round(wall, 1),
+        "seeds": args.seeds, "budget": args.budget, "exit_codes": codes})
+    (out / "normaliser_ablation.md").write_text(md, encoding="utf-8")
     print(md)
     return max(codes.values(), default=0)
 

@@ -19,10 +19,10 @@ passes per rollout) with GR-REINFORCE (one). Here, with the tiny Qwen3:
    accumulation steps at one rollout of 16.
 4. Per sweep, the report (``countdown-rl report``: the summary table and the study's five-panel figure) and the
    numbers the claims are judged by: final and best held-out accuracy, the largest drop between evaluations,
-   rollout reward, mean clip fraction and the largest KL. Written to ``<output-dir>/seed002_study.{md,json}``.
+   rollout reward, mean clip fraction and the largest KL. Written to ``<output-dir>/gr_reinforce_study.{md,json}``.
 
-    python benchmarks/seed002_study.py                 # ~1 h on 2 CPU cores (--jobs: runs at a time)
-    python benchmarks/seed002_study.py --quick         # smoke check (< 1 min)
+    python benchmarks/gr_reinforce_study.py            # ~1 h on 2 CPU cores (--jobs: runs at a time)
+    python benchmarks/gr_reinforce_study.py --quick    # smoke check (< 1 min)
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def spec_for(name: str, axes: dict, overrides: dict, per_rollout: list[int], bas
     """A zip sweep over the axis values, with steps, evaluations, saves and logging scaled per point."""
     rollouts, every = args.rollouts, max(1, args.rollouts // 10)
     return {
-        "name": f"seed002-{name}", "base": str(base), "output_root": str(out / "runs" / name), "mode": "zip",
+        "name": f"gr-reinforce-{name}", "base": str(base), "output_root": str(out / "runs" / name), "mode": "zip",
         "seeds": args.seeds, "overrides": overrides, "label_axes": list(axes),
         "axes": {**axes, "max_steps": [k * rollouts for k in per_rollout],
                  "eval_steps": [k * every for k in per_rollout], "save_steps": [k * rollouts // 2 or 1 for k in per_rollout],
@@ -147,15 +147,15 @@ def summarise(out: Path, names: list[str], args, wall: float) -> str:
     md = "\n".join([f"# The GR-REINFORCE study's sweep on format_copy ({args.rollouts} rollouts per run, "
                      f"seeds {args.seeds})", "",
                     *sections])
-    write_json_atomic(out / "seed002_study.json", {"sweeps": data, "run_seconds": per_run, "wall_seconds": wall,
-                                                  "rollouts": args.rollouts, "seeds": args.seeds})
-    (out / "seed002_study.md").write_text(md, encoding="utf-8")
+    write_json_atomic(out / "gr_reinforce_study.json", {"sweeps": data, "run_seconds": per_run, "wall_seconds": wall,
+                                                       "rollouts": args.rollouts, "seeds": args.seeds})
+    (out / "gr_reinforce_study.md").write_text(md, encoding="utf-8")
     return md
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output-dir", default="outputs/seed002-study")
+    parser.add_argument("--output-dir", default="outputs/gr-reinforce-study")
     parser.add_argument("--rollouts", type=int, default=100, help="rollouts per run (default 100)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds per value (default 0 1 2)")
     parser.add_argument("--sweeps", nargs="+", choices=list(sweeps()), help="default: all five")

