@@ -1,8 +1,9 @@
 """How much of a generated Countdown pool the best target-blind rule solves, per sampling and shape (pure Python).
 
-1. Pools: ``--puzzles`` puzzles of each shape (the demo's: 3 numbers in 1..20, targets 1..50; the assignment's:
-   3-4 numbers in 1..99, targets 1..100) at each of ``--seeds``, from ``generate_countdown`` with
-   ``sampling="expression"`` (the pools of every figure before balanced sampling) and ``"balanced"``.
+1. Pools: ``--puzzles`` puzzles of each shape (``demo``, the demo's: 3 numbers in 1..20, targets 1..50;
+   ``reference``, the reference setup's: 3-4 numbers in 1..99, targets 1..100) at each of ``--seeds``, from
+   ``generate_countdown`` with ``sampling="expression"`` (the pools of every figure before balanced sampling) and
+   ``"balanced"``.
 2. For each pool: the best target-blind rule (``tasks/countdown/blind.py``: the fixed expression over the numbers,
    as given or sorted largest first, that solves the most puzzles of each count), its accuracy on the pool, the best
    template's share among the puzzles with as many numbers, and the generation time.
@@ -28,8 +29,8 @@ _common.ensure_repo_on_path()
 SHAPES = {
     "demo": {"min_numbers": 3, "max_numbers": 3, "min_number": 1, "max_number": 20, "min_target": 1,
              "max_target": 50},
-    "assignment": {"min_numbers": 3, "max_numbers": 4, "min_number": 1, "max_number": 99, "min_target": 1,
-                   "max_target": 100},
+    "reference": {"min_numbers": 3, "max_numbers": 4, "min_number": 1, "max_number": 99, "min_target": 1,
+                  "max_target": 100},
 }
 
 

@@ -55,7 +55,7 @@ BUDGETS = (40, 48, 64)
 # cut Qwen3-1.7B's reasoning, so RL has the report's lever: finish within the budget. 2000 steps, twice the
 # demo's, because these traces are longer (with 1000, most of the model's arithmetic was still wrong).
 SFT = {"trace": "search", "min_failed": 1, "max_failed": 2, "sft_steps": 2000}
-GRPO_STEPS = 450  # the demo's 300 left the accuracy still rising (RESULTS.md)
+GRPO_STEPS = 450  # the demo's 300 left the accuracy still rising (benchmarks/results/archive.md)
 GOAL_POINTS = 15.0
 RESULTS_FILE = "toy_replication.json"
 SEEDS_FILE = "toy_replication_seeds"  # .json and .md: the table over seeds

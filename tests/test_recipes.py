@@ -24,7 +24,7 @@ QWEN_DIR = ROOT / "recipes" / "countdown" / "qwen3-1.7b"
 QWEN = sorted(QWEN_DIR.glob("*.yaml"))
 SMOKE = sorted((ROOT / "recipes" / "smoke").glob("*.yaml"))
 
-# Recipe -> the report's trained accuracy (seeds/000, performance table), quoted in the recipe's header.
+# Recipe -> the report's trained accuracy (the reference report, performance table), quoted in the recipe's header.
 REPORT_ACCURACY = {
     "grpo_256": "32.91%",
     "grpo_512": "53.32%",
@@ -123,7 +123,7 @@ def test_qwen_recipe_reproduces_the_report(path):
     else:
         assert (t.reduction, t.std_normalization, t.loss_type, t.scale_rewards) == (
             "masked_mean_drgrpo", "none", "dr_grpo", "none")
-        assert t.drgrpo_num_tokens in (None, budget)  # the assignment's constant: the generation budget
+        assert t.drgrpo_num_tokens in (None, budget)  # the reference setup's constant: the generation budget
     assert t.baseline == "group_mean"
     assert t.max_completion_length == budget
 
@@ -179,7 +179,7 @@ def test_qwen_recipe_is_documented(path):
         assert (ROOT / "accelerate_configs" / f"{config}.yaml").is_file(), config
     if path.stem in REPORT_ACCURACY:
         assert REPORT_ACCURACY[path.stem] in text.split("\n\n")[0], "the report's figure belongs in the header"
-    # the assignment -> TRL mapping, and the prompt decision with its alternative
+    # the reference setup -> TRL mapping, and the prompt decision with its alternative
     for term in ("generation_batch_size", "num_generations", "steps_per_generation", "num_iterations"):
         assert term in text
     assert "enable_thinking: false" in text

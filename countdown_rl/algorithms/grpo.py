@@ -125,7 +125,7 @@ def compute_group_normalized_advantages(
     advantage_eps: float,
     normalize_by_std: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    """Score responses and normalise their rewards within groups (the assignment's signature).
+    """Score responses and normalise their rewards within groups (the reference setup's signature).
 
     Groups are consecutive blocks of ``group_size`` responses to the same prompt. Advantages are
     ``r - mean(group)``, divided by ``(std(group) + advantage_eps)`` when ``normalize_by_std`` (GRPO) and not

@@ -4,7 +4,7 @@
 - :mod:`.stages`: the demo's stages (warm start, zero-shot, RL, the before/after table), reused by the benchmarks;
   the RL stage is a ``countdown-rl train`` recipe run by :func:`countdown_rl.training.pipeline.run_recipe`.
 - :mod:`.pretrained`: the same stages on a real pretrained model (``countdown-rl demo --model_name_or_path``):
-  chat prompts, rollouts through colocated vLLM where installed, the assignment's puzzles, the paired test.
+  chat prompts, rollouts through colocated vLLM where installed, the reference puzzles, the paired test.
 - :mod:`.seeds`: several demo runs at once (``--seeds``, several ``--algorithm``), one process each, and their
   combined table (each run's before/after, McNemar p and best target-blind rule; the mean and spread).
 

@@ -5,7 +5,7 @@ SmolLM2-135M-Instruct).
    (``smollm2``), converted once (:mod:`countdown_rl.models.source`); anything else is one line, naming the
    install command of the packaged models, before anything loads.
 2. Puzzles: the tiny demo's pool and split (:func:`countdown_rl.demo.stages.demo_puzzles`) in the model's chat
-   template; plus ``num_transfer`` puzzles of the assignment's distribution (3-4 numbers in 1..99, targets
+   template; plus ``num_transfer`` reference puzzles (the reference setup's shape: 3-4 numbers in 1..99, targets
    1..100, none of them trained on).
 3. Base: the model's greedy zero-shot evaluation on the held-out puzzles -> ``base_eval/``.
 4. SFT warm-up: solver traces as the assistant's turn of the chat template, loss on that turn only -> ``sft/``;
@@ -14,7 +14,7 @@ SmolLM2-135M-Instruct).
    compiled backend (``--quick``: plain ``generate``, as 2 steps do not repay a compile); said once, and recorded;
    ``--lora`` trains a peft adapter on top of the SFT model, merged
    for evaluation -> ``<algorithm>/`` (checkpoints, run record, ``eval/``).
-6. Each of the three models also at ``transfer_budgets`` on the assignment's puzzles -> ``transfer/base/``,
+6. Each of the three models also at ``transfer_budgets`` on the reference puzzles -> ``transfer/base/``,
    ``transfer/sft/``, ``<algorithm>/transfer/``.
 7. The three-row table (accuracy, correct / partial / failed, mean tokens, wall time), the transfer table, the exact
    McNemar test of the RL model against the SFT model on the same held-out puzzles ->
@@ -75,18 +75,19 @@ __all__ = ["check_demo_model", "choose_backends", "pretrained_config", "rollout_
 
 BASE_EVAL_DIR = "base_eval"
 TRANSFER_DIR = "transfer"
-# The assignment's puzzles (3-4 numbers up to 99, targets up to 100): how far the small model's skill transfers.
-ASSIGNMENT_PUZZLES = {"min_numbers": 3, "max_numbers": 4, "min_number": 1, "max_number": 99, "min_target": 1,
-                      "max_target": 100}
+# The reference puzzles (the reference setup's shape: 3-4 numbers up to 99, targets up to 100): how far the small
+# model's skill transfers.
+REFERENCE_PUZZLES = {"min_numbers": 3, "max_numbers": 4, "min_number": 1, "max_number": 99, "min_target": 1,
+                     "max_target": 100}
 
 
 def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> DemoConfig:
     """The real-model demo's settings (``quick``: a few minutes, no gain expected), ``overrides`` on top.
 
-    On the balanced default pool (benchmarks/RESULTS.md, "SmolLM2-135M-Instruct on balanced puzzles"; stale there:
+    On the balanced default pool (benchmarks/results/archive.md, "SmolLM2-135M-Instruct on balanced puzzles"; stale:
     measured when the pool held the blind-rule cap as a whole, not on each part) these settings did not teach the
     task: SFT 6.0%, below the best target-blind rule (8.7%), GRPO 9.7%, at seed 0.
-    Chosen on the expression pools (RESULTS, "SmolLM2-135M-Instruct through the demo: GRPO and Dr.GRPO at seeds 0
+    Chosen on the expression pools (benchmarks/results/archive.md, "SmolLM2-135M-Instruct through the demo: GRPO and Dr.GRPO at seeds 0
     and 1"): the whole run takes 41 minutes on 2 CPU cores; RL gains >= 5 points at seed 1 (GRPO +9.3, Dr.GRPO +10.0),
     not at seed 0 (+0.3, -2.3), because what it learns in that time is to add all the numbers. Chosen by the
     trials there: RL at 1e-5 (5e-5 collapsed: -12 points; 2e-5 moved -3.7 to +2.0), 4 prompts x 8 samples at
@@ -99,7 +100,7 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     """
     # The chat prompt, temperature 0.7 under bf16 autocast, truncated completions masked, zero-advantage ones skipped.
     # No sampled evaluation (pass_k 0): 16 samples of 300 puzzles would take SmolLM2 longer on a CPU than its RL stage.
-    # No expression-pool evaluation: its transfer evaluation scores the assignment's (expression) puzzles instead.
+    # No expression-pool evaluation: its transfer evaluation scores the reference (expression) puzzles instead.
     # No dynamic sampling (the tiny demo's is on): these settings were chosen without it.
     common = {"model_name_or_path": model, "prompt_template": "chat", "temperature": 0.7, "dynamic_sampling": False,
               "bf16": True, "mask_truncated_completions": True, "skip_zero_advantage": True, "pass_k": 0,
@@ -124,7 +125,7 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     return replace(base, **overrides)
 
 
-# The real-model demo on one GPU. Not yet measured on a GPU: chosen from the CPU trials (benchmarks/RESULTS.md,
+# The real-model demo on one GPU. Not yet measured on a GPU: chosen from the CPU trials (benchmarks/results/archive.md,
 # "SmolLM2-135M-Instruct on balanced puzzles", rows 4-7) and the GPU profiles. 150 SFT steps (under bf16) took the SFT
 # model from 8.0% to 18.3%, 10 points above the blind rule, where 2 cores had time for 60; RL at 1e-5 then lost 6.3
 # points and at 3e-6 held them, over 40-120 steps of 4 prompts: "more RL steps than 2 cores give" was the untried
@@ -155,7 +156,7 @@ def choose_backends(model_dir: str, quick: bool = False, device: str = "cpu") ->
 
     ``compiled`` because on the CPU, under the demo's bf16 autocast, it generated SmolLM2's rollout batch in 0.80x
     plain ``generate``'s time after a first compile of 22-42 s a batch shape (``benchmarks/rollout_backends.py
-    --model smollm2``; benchmarks/RESULTS.md): 40 steps repay it. ``quick`` (2 steps) does not: plain ``generate``.
+    --model smollm2``; benchmarks/results/real-model.md): 40 steps repay it. ``quick`` (2 steps) does not: plain ``generate``.
     For the same reason ``quick`` on the CPU leaves vLLM out where it runs the model (the reason says so): an engine
     start per stage, and weight syncs into it, do not repay 2 steps and 8 held-out puzzles; its OpenMP threads also
     slow to a crawl beside other busy processes (the SmolLM2 quick run's 2-step RL stage took 14 minutes beside
@@ -195,7 +196,7 @@ def _transfer_puzzles(config: DemoConfig, trained_on: Sequence[Mapping[str, Any]
     if config.num_transfer <= 0 or not config.transfer_budgets:
         return []
     # Another seed than the demo's pool
-    return unseen_puzzles(config.num_transfer, config.seed + 7919, ASSIGNMENT_PUZZLES, trained_on)
+    return unseen_puzzles(config.num_transfer, config.seed + 7919, REFERENCE_PUZZLES, trained_on)
 
 
 class _Evaluator:
@@ -285,7 +286,7 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     transfer = _transfer_puzzles(config, puzzles["sft"] + puzzles["rl"])
     dataset = config.puzzles.describe()
     print(f"{dataset}: {len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held "
-          f"out; {len(transfer)} of the assignment's (3-4 numbers up to 99) at {list(config.transfer_budgets)} "
+          f"out; {len(transfer)} reference puzzles (3-4 numbers up to 99) at {list(config.transfer_budgets)} "
           f"tokens; evaluations through {evaluator.backend}, rollouts through {backend}"
           + (f" ({why_not_vllm})" if why_not_vllm else ""))
     print(placement_line(placement), flush=True)
@@ -385,7 +386,7 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
         blind_cells = ([["best target-blind rule", *(format_percent(transfer_blind["accuracy"])
                                                       for _ in base_results[1])]] if transfer_blind else [])
         transfer_table = render_markdown_table(
-            ["model", *(f"assignment's puzzles, {r.max_tokens} tokens" for r in base_results[1])],
+            ["model", *(f"reference puzzles, {r.max_tokens} tokens" for r in base_results[1])],
             blind_cells + [[label, *(format_percent(r.accuracy) for r in results[1])]
                            for label, results in zip(labels, (base_results, sft_results, final_results), strict=True)])
     paired = paired_test(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, budget)

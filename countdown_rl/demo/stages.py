@@ -138,12 +138,12 @@ class DemoConfig:
     min_failed: int = 0
     max_failed: int = 2
     # 2000 steps, not 1000: from the stronger start (SFT 16.7% against 12.3% at seed 0) RL gained +10.3 points
-    # against +3.3 in as many steps (RESULTS.md, "The tiny CPU demo on balanced puzzles")
+    # against +3.3 in as many steps (benchmarks/results/archive.md, "How the tiny demo's setting was chosen")
     sft_steps: int = 2000
     sft_batch_size: int = 16
     sft_learning_rate: float = 2e-3
     # SFT's forwards and backwards under bf16 autocast (the weights stay fp32): on 2 CPU cores with bf16 kernels a
-    # SmolLM2 SFT step cost 0.78x an fp32 one (RESULTS.md, "SmolLM2-135M-Instruct on balanced puzzles")
+    # SmolLM2 SFT step cost 0.78x an fp32 one (benchmarks/results/real-model.md, "Precision on CPUs")
     sft_bf16: bool = False
     # RL: 500 steps, one pass over the 2000 RL puzzles; at 300 the gain was not significant at two seeds of three
     max_steps: int = 500
@@ -152,7 +152,7 @@ class DemoConfig:
     grpo_learning_rate: float = 1e-4
     # 0.3 with dynamic sampling (below): tuned on seeds 0-2, then run on seeds 13-15 chosen in advance, GRPO gained
     # +6.0 to +12.0 points (p < 0.05 at each) where temperature 0.7 without it gained +0.3 at seed 13; paired on the
-    # same puzzles over those six seeds, 3.4 points more on average, pass@16 kept (RESULTS.md, "Dynamic sampling at
+    # same puzzles over those six seeds, 3.4 points more on average, pass@16 kept (benchmarks/results/demo.md, "Dynamic sampling at
     # temperature 0.3 on seeds 13, 14 and 15")
     temperature: float = 0.3
     beta: float = 0.0
@@ -191,7 +191,7 @@ class DemoConfig:
     model_name_or_path: str | None = None
     prompt_template: str = "r1_zero"  # the prompts' template: "chat" for an instruct model
     lora: bool = False  # RL trains a LoRA adapter on the SFT model
-    transfer_budgets: tuple[int, ...] = ()  # also evaluated on the assignment's puzzles at these budgets
+    transfer_budgets: tuple[int, ...] = ()  # also evaluated on the reference puzzles at these budgets
     num_transfer: int = 0
     # RL's forwards and backwards under bf16 autocast (the weights and the optimiser stay fp32): on a CPU with bf16
     # kernels a step costs ~0.7x an fp32 one; vLLM's rollouts are bf16 either way. The demo's wish: :func:`placed`
@@ -237,8 +237,8 @@ def quick_config(**overrides: Any) -> DemoConfig:
 def gpu_config(**overrides: Any) -> DemoConfig:
     """The full demo sized for one GPU (what ``--device cuda``, or ``auto`` on a machine with one, runs).
 
-    Not yet measured on a GPU: chosen from the CPU demo's figures and the GPU profiles (benchmarks/RESULTS.md, "GPU
-    profile" and "On a GPU"). The puzzles, SFT warm-up, learning rates and RL sampling (dynamic sampling at
+    Not yet measured on a GPU: chosen from the CPU demo's figures and the GPU profiles (benchmarks/results/gpu.md, "GPU
+    profile" and "Prompt-once on a GPU"). The puzzles, SFT warm-up, learning rates and RL sampling (dynamic sampling at
     temperature 0.3) stay the CPU demo's, so the tables compare:
 
     - bf16 autocast for SFT and RL: the GPU computes bf16 natively (the profiles ran bf16 throughout);

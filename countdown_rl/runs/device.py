@@ -28,7 +28,7 @@ __all__ = ["BF16_CPU_COST", "DEVICES", "DeviceError", "Precision", "choose_preci
            "describe_precision", "resolve_device"]
 
 DEVICES = ("auto", "cuda", "cpu")
-# Measured on an AMD EPYC with AVX2 only (torch 2.13.0+cpu, 2 threads): benchmarks/RESULTS.md, "Precision on
+# Measured on an AMD EPYC with AVX2 only (torch 2.13.0+cpu, 2 threads): benchmarks/results/real-model.md, "Precision on
 # CPUs with and without bf16 kernels".
 BF16_CPU_COST = ("bf16 on a CPU without bf16 kernels is emulated, 15-60x slower than fp32 in its matmuls (measured: "
                  "a 1024 x 1024 matmul 0.8 against 47 GFLOP/s; the SmolLM2 demo's whole RL step 1.8x)")

@@ -6,8 +6,8 @@
 2. ``sweep.md`` / ``sweep.csv``: one row per point (axis values), over its seeds: final held-out accuracy and
    final held-out reward (mean +- sample standard deviation, and the number of seeds), the rollout reward of the
    last tenth of training, and the wall time.
-3. One PNG per axis (per sweep for ``mode: zip``), seed 002's figure: five panels against training progress,
-   held-out accuracy, rollout reward, KL to the reference, clip fraction and gradient norm, one line per value
+3. One PNG per axis (per sweep for ``mode: zip``), the GR-REINFORCE study's figure: five panels against training
+   progress, held-out accuracy, rollout reward, KL to the reference, clip fraction and gradient norm, one line per value
    (the mean over seeds, and over the other axes of a grid; the band spans the seeds). Progress is the optimizer
    step, or the rollout batch when the runs differ in optimizer steps per rollout (accumulation, PPO epochs).
 4. :func:`paired_test`: the exact McNemar test of two points on the same held-out rows, pooled over seeds.
@@ -253,7 +253,8 @@ def _curve(results: Sequence[SweepRunResult], metric: str, eval_metric: bool, pe
 
 
 def plot_axis(sweep: Sweep, groups: dict[str, list[SweepRunResult]], title: str, path: Path) -> bool:
-    """Seed 002's figure: five panels (accuracy, reward, KL, clip fraction, gradient norm), one line per group."""
+    """The GR-REINFORCE study's figure: five panels (accuracy, reward, KL, clip fraction, gradient norm), one line a
+    group."""
     from matplotlib import colormaps
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure

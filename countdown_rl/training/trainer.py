@@ -78,7 +78,7 @@ _PER_ROW = frozenset({"grpo", "sapo", "luspo", "dr_grpo"})
 _PER_LOCAL_TOKEN = frozenset({"bnpo"})
 
 
-# The measured rows that decide shared_prompt_forward's default (benchmarks/RESULTS.md, "Prompt-once training
+# The measured rows that decide shared_prompt_forward's default (benchmarks/results/speed.md, "Prompt-once training
 # passes"): the training part's time, plain / prompt-once, over the same rollouts. On where every row gained.
 PROMPT_ONCE_MEASURED = {
     "cpu": "1.34-3.61x (SmolLM2-135M, the tiny and a 1.7B-shaped Qwen3)",

@@ -114,7 +114,7 @@ def test_reductions_on_a_masked_batch():
     [("masked_mean", 2.0), ("masked_mean_drgrpo", 1.0), ("token_mean", 1.0), ("hybrid", 1.5)],
 )
 def test_gradient_question_short_versus_long_response(reduction, short_over_long):
-    """The assignment's question: a 3-token and a 6-token response, max length 6, equal ratios and advantages.
+    """The reference setup's question: a 3-token and a 6-token response, max length 6, equal ratios and advantages.
 
     Length normalisation (masked_mean) gives each token of the short response twice the gradient of a long-response
     token; the constant normaliser (Dr.GRPO) and the token mean give every token the same gradient; hybrid with

@@ -84,7 +84,7 @@ def _check_files_and_table(out, first: str, results: dict, model: str, own_proce
         # correct answers beyond the best target-blind rule, as the evaluation's own file splits them
         beyond = evaluation["blind_rule"]["by_budget"][str(result.max_tokens)]["correct_on_rest"]
         assert line.split("|")[4].strip() == str(beyond), line
-    # the rule's own row heads both tables: the held-out puzzles', then the assignment's
+    # the rule's own row heads both tables: the held-out puzzles', then the reference puzzles'
     rules = [line for line in first.splitlines() if line.startswith("| best target-blind rule")]
     blinds = {key: read_eval(out / folder)["blind_rule"]
               for key, folder in (("base", "base_eval"), ("sft", "zero_shot"), ("trained", "grpo/eval"))}

@@ -11,7 +11,7 @@
    accuracy).
 
 Option ``unary_minus`` (default false): accept a unary minus before a literal or a parenthesised group, as the
-assignment's reference verifier and TinyZero do; the default rule rejects it. Option ``sampling`` (default
+reference setup's verifier and TinyZero do; the default rule rejects it. Option ``sampling`` (default
 ``expression``): how :meth:`CountdownTask.generate` draws puzzles (:mod:`.puzzles`; ``balanced`` caps every
 target-blind template of :mod:`.blind`).
 """

@@ -130,7 +130,7 @@ def countdown_reward_subset(
     completions: Sequence[Any], nums: Sequence[Any], target: Sequence[Any], *, unary_minus: bool = False,
     **kwargs: Any,
 ) -> list[float | None]:
-    """``countdown_reward`` under the original assignment's rule: each number used AT MOST once.
+    """``countdown_reward`` under the reference setup's rule: each number used AT MOST once.
 
     >>> countdown_reward_subset(["<answer>65 - 7 - 7</answer>", "<answer>65 - 14</answer>"],
     ...                         nums=[[7, 7, 65, 3]] * 2, target=[51] * 2)

@@ -7,7 +7,7 @@ A completion is scored in four steps:
    No complete pair -> outcome FAILED, reward 0.0.
 2. Numbers: the ASCII digit runs of the equation must use the puzzle's numbers ``nums`` (the dataset column's
    name) -- each exactly once (rule ``"exact"``, the Countdown rule) or each at most once (rule ``"subset"``, the
-   original assignment's rule).
+   reference setup's rule).
 3. Evaluate: a whitelist check, a tokenizer and an explicit-stack shunting-yard parser accept only non-negative
    integer literals (ASCII digits; leading zeros allowed, ``07`` is 7), binary ``+ - * /`` with the usual
    precedence and left associativity, parentheses and ASCII whitespace, and compute the value EXACTLY with
@@ -17,7 +17,7 @@ A completion is scored in four steps:
 
    ``unary_minus=True`` (off by default) also accepts a unary minus before a literal or a parenthesised group
    (``-1 + 72 * 12``, ``2 * -(3 - 1)``, ``--3``), binding tighter than ``*`` and ``/`` as in Python: the rule of
-   the assignment's reference verifier and TinyZero, which evaluate the whitelisted text with Python. A unary
+   the reference setup's verifier and TinyZero, which evaluate the whitelisted text with Python. A unary
    plus stays rejected (the reference whitelist allows it, but no generator writes it).
 4. Score: numbers valid and value == target (exact Fraction comparison) -> CORRECT, reward 1.0; a tag but
    anything else wrong -> PARTIAL, reward 0.1.
@@ -349,7 +349,7 @@ def classify_outcome(
 
 
 def _ground_truth_nums(ground_truth: Mapping[str, Any]) -> Any:
-    # "nums" is the dataset column's name; "numbers" is the assignment's reference spelling, still accepted.
+    # "nums" is the dataset column's name; "numbers" is the reference setup's spelling, still accepted.
     return ground_truth["nums"] if "nums" in ground_truth else ground_truth["numbers"]
 
 
@@ -358,8 +358,8 @@ def reward_fn(
 ) -> float:
     """1.0 correct, 0.1 answer tag present but wrong, 0.0 no tag; ``ground_truth = {"nums", "target"}``.
 
-    Same result as ``score_completion(...).reward``, minus the work that cannot change it. The assignment's
-    reference spelling ``{"numbers", "target"}`` is read too.
+    Same result as ``score_completion(...).reward``, minus the work that cannot change it. The reference
+    setup's spelling ``{"numbers", "target"}`` is read too.
 
     >>> gt = {"nums": [79, 17, 60], "target": 36}
     >>> reward_fn("<answer>(79 - (60 - 17))</answer>", gt), reward_fn("<answer>(79 + 60) + 17</answer>", gt)

@@ -1,10 +1,10 @@
-"""The format-copy task (seed 002's toy task): copy the integer in the prompt into ``<answer></answer>`` tags.
+"""The format-copy task (the GR-REINFORCE study's): copy the integer in the prompt into ``<answer></answer>`` tags.
 
-A task small enough for a tiny model on a CPU, to debug the training loop and study hyperparameters (seed 002
-swept KL, PPO epochs, clip range and accumulation on it). A completion is judged by :mod:`.verifier` in three
-steps: extract the last complete ``<answer>`` pair (none -> FAILED), read an integer of at most ``MAX_DIGITS``
-ASCII digits, compare it with the row's ``number`` (CORRECT, else PARTIAL) and sum the reward: +1.0 correct,
-+0.2 a complete pair, +0.1 strict XML (one pair and nothing else), so at most 1.3.
+A task small enough for a tiny model on a CPU, to debug the training loop and study hyperparameters (the
+GR-REINFORCE study swept KL, PPO epochs, clip range and accumulation on it). A completion is judged by
+:mod:`.verifier` in three steps: extract the last complete ``<answer>`` pair (none -> FAILED), read an integer of at
+most ``MAX_DIGITS`` ASCII digits, compare it with the row's ``number`` (CORRECT, else PARTIAL) and sum the reward:
++1.0 correct, +0.2 a complete pair, +0.1 strict XML (one pair and nothing else), so at most 1.3.
 
 Rows are generated (``default_dataset = "generated"``, :mod:`.problems`): ``{"number": int}``, distinct
 numbers, with a digit count spread evenly over the ``min_digits``..``max_digits`` options.

@@ -1,4 +1,4 @@
-"""The format-copy reward in the shape TRL's ``GRPOTrainer`` calls it: ``format_copy`` (seed 002's, summed).
+"""The format-copy reward in the shape TRL's ``GRPOTrainer`` calls it: ``format_copy`` (GR-REINFORCE study's).
 
 Values 0.0 (no pair), 0.2 (pair, wrong, text around it), 0.3 (pair alone, wrong), 1.2 (correct, text around it)
 and the maximum 1.3 (``<answer>4821</answer>`` and nothing else); see :func:`.verifier.judge_completion`.
@@ -22,7 +22,8 @@ MALFORMED_ROWS_METRIC = "format_copy/malformed_rows"
 def format_copy_reward(
     completions: Sequence[Any], number: Sequence[Any] | None = None, **kwargs: Any
 ) -> list[float | None]:
-    """Seed 002's format-copy reward: +1.0 correct integer, +0.2 ``<answer>`` pair, +0.1 strict XML (max 1.3).
+    """The GR-REINFORCE study's format-copy reward: +1.0 correct integer, +0.2 ``<answer>`` pair, +0.1 strict XML
+    (max 1.3).
 
     A malformed ``number`` scores None and is counted in ``log_metric("format_copy/malformed_rows", n)``.
 

@@ -5,7 +5,7 @@
 2. Parse (:func:`parse_integer`): the content must be an integer written in ASCII digits (an optional leading
    ``-``; leading zeros allowed, ``0042`` is 42), at most ``MAX_DIGITS`` digits, checked before ``int()``;
    anything else is no integer. Integer == the row's ``number`` -> CORRECT, else PARTIAL.
-3. Reward (:func:`judge_completion`, seed 002's, summed): +1.0 the integer in the last pair equals ``number``;
+3. Reward (:func:`judge_completion`, the GR-REINFORCE study's): +1.0 the integer in the last pair equals ``number``;
    +0.2 a complete ``<answer>`` pair is present; +0.1 strict XML (:func:`is_strict`): the completion, stripped of
    ASCII whitespace, is exactly one ``<answer>...</answer>`` pair with nothing before or after it.
 """

@@ -3,9 +3,9 @@
 A completion is judged in four steps (:mod:`.verifier`): the gold number after ``####`` in the worked solution
 (:meth:`GSM8KTask.prepare_row` stores it, normalised, as ``gold``); the answer candidate of the first method of
 the ``answer_order`` option that finds one (default ``tags,boxed,answer_is``); its exact value; the comparison
-(CORRECT 1.0, PARTIAL 0.0, FAILED 0.0: the binary reward of seed 004).
+(CORRECT 1.0, PARTIAL 0.0, FAILED 0.0: the binary reward of the GSM8K write-up).
 
-Why the default order leaves ``last_number`` out: seed 004's reward was near zero at the start and rose as the
+Why the default order leaves ``last_number`` out: the GSM8K write-up's reward was near zero at the start and rose as the
 model "learned the required output format" (an explicit final answer, not any number), and its base model kept
 writing unrelated questions after the solution, whose numbers a last-number fallback would read as the answer.
 ``answer_order=tags,boxed,answer_is,last_number`` turns the fallback on.

@@ -1,6 +1,6 @@
 """GSM8K reward functions in the shape TRL's ``GRPOTrainer`` calls them.
 
-1. ``gsm8k`` (:func:`gsm8k_reward`, seed 004): 1.0 correct, 0.0 otherwise.
+1. ``gsm8k`` (:func:`gsm8k_reward`, the GSM8K write-up): 1.0 correct, 0.0 otherwise.
 2. ``gsm8k_format`` (:func:`gsm8k_format_reward`): 1.0 correct; 0.1 a complete ``<answer>`` pair but not
    correct; 0.0 otherwise.
 
@@ -54,7 +54,7 @@ def gsm8k_reward(
     answer_order: Sequence[str] = DEFAULT_ANSWER_ORDER,
     **kwargs: Any,
 ) -> list[float | None]:
-    """Binary GSM8K reward (seed 004): 1.0 correct, 0.0 otherwise; None for a malformed ``gold``.
+    """Binary GSM8K reward (the GSM8K write-up): 1.0 correct, 0.0 otherwise; None for a malformed ``gold``.
 
     >>> gsm8k_reward(["<answer>72</answer>", "<answer>71</answer>", "72", "<answer>72</answer>"],
     ...              gold=["72", "72", "72", "abc"])

@@ -14,7 +14,7 @@
    normalisations (``parse_number``; a comma that is no thousands separator, ``0,111``, is unreadable);
    anything else is unparsable. Model text is never executed.
 4. Compare (:func:`judge_completion`): candidate value == gold value (exact) -> CORRECT, reward 1.0; a candidate
-   that is wrong or unparsable -> PARTIAL, reward 0.0 (the binary reward of seed 004).
+   that is wrong or unparsable -> PARTIAL, reward 0.0 (the binary reward of the GSM8K write-up).
 
 Work is bounded for any input: tags and markers are found with ``str.rfind`` and linear regexes, a candidate
 longer than ``MAX_CANDIDATE_CHARS`` or with more than ``MAX_NUMBER_DIGITS`` digits is rejected before

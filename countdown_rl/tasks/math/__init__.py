@@ -123,7 +123,8 @@ class MathOptions:
 
     levels: tuple[int, ...] = field(
         default=(),
-        metadata={"help": "Keep only these MATH levels (1-5), e.g. levels=5 (seed 002's 'Math Hard'); empty: all."},
+        metadata={"help": "Keep only these MATH levels (1-5), e.g. levels=5 (the GR-REINFORCE study's 'Math Hard'); "
+                          "empty: all."},
     )
     timeout_seconds: float = field(
         default=DEFAULT_TIMEOUT_SECONDS,

@@ -1,7 +1,8 @@
-"""Prompt templates of the MATH task: ``r1_zero`` (seed 003), ``boxed`` (seed 002), ``chat`` (instruct models).
+"""Prompt templates of the MATH task: ``r1_zero`` (the MATH ablations), ``boxed`` (the GR-REINFORCE
+study), ``chat`` (instruct models).
 
 ``r1_zero`` keeps the DeepSeek-R1-Zero paper's full preamble (:data:`R1_ZERO_PAPER_PREAMBLE`, which names the
-tags itself), as seed 003 trained with it; Countdown and GSM8K use the brief one of
+tags itself), as the MATH ablations trained with it; Countdown and GSM8K use the brief one of
 ``countdown_rl.tasks.base`` and name the tags in their task text.
 """
 
@@ -43,9 +44,10 @@ PROMPT_TEMPLATES: dict[str, PromptTemplate] = {
     t.name: t
     for t in (
         PromptTemplate("r1_zero", False, _r1_zero,
-                       "plain-text R1-Zero transcript ending with an open <think>; answer in <answer> tags (seed 003)"),
+                       "plain-text R1-Zero transcript ending with an open <think>; answer in <answer> tags "
+                       "(the MATH ablations)"),
         PromptTemplate("boxed", False, _boxed,
-                       "plain-text problem asking for the final answer in \\boxed{} (seed 002)"),
+                       "plain-text problem asking for the final answer in \\boxed{} (the GR-REINFORCE study)"),
         PromptTemplate("chat", True, _chat,
                        "system + user messages for instruct models; <think> then <answer> tags"),
     )

@@ -1,8 +1,8 @@
 """MATH reward functions in the shape TRL's ``GRPOTrainer`` calls them.
 
-1. ``r1_zero`` (:func:`math_r1_zero_reward`, seed 003): 1.0 when the R1-Zero format holds and the extracted
+1. ``r1_zero`` (:func:`math_r1_zero_reward`, the MATH ablations): 1.0 when the R1-Zero format holds and the extracted
    answer is right, else 0.0.
-2. ``math_shaped`` (:func:`math_shaped_reward`, seed 002): 1.1 / 0.2 / 0.1 / 0.0 from the last box, with a
+2. ``math_shaped`` (:func:`math_shaped_reward`, the GR-REINFORCE study): 1.1 / 0.2 / 0.1 / 0.0 from the last box, with a
    last-number fallback when no box is complete.
 
 Rows are checked by :func:`.verifier.gold_problem` (the check loading shares); a malformed ``gold`` scores None
@@ -49,7 +49,7 @@ def math_r1_zero_reward(
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     **kwargs: Any,
 ) -> list[float | None]:
-    """Seed 003's reward: 1.0 when :func:`r1_zero_format` holds AND the answer is equivalent, else 0.0.
+    """The MATH ablations' reward: 1.0 when :func:`r1_zero_format` holds AND the answer is equivalent, else 0.0.
 
     The answer is :func:`extract`'s (the last ``<answer>`` content). Logged per batch: ``math/format_reward`` (share
     formatted) and ``math/answer_reward`` (share whose extracted answer is right, whatever the format).
@@ -87,7 +87,7 @@ def math_shaped_reward(
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     **kwargs: Any,
 ) -> list[float | None]:
-    """Seed 002's shaped reward, at most 1.1; tags play no part.
+    """The GR-REINFORCE study's shaped reward, at most 1.1; tags play no part.
 
     With a complete box: 0.1 for the box + 1.0 when the last box's content is equivalent (1.1 or 0.1). Without
     one: 0.1 for an unclosed ``\\boxed{`` + 0.1 when the text's :func:`last_number` equals the gold (0.0 to 0.2).

@@ -20,7 +20,7 @@ from countdown_rl.tasks.countdown.puzzles import BLIND_CAP, generate_countdown, 
 
 DEMO_SHAPE = {"min_numbers": 3, "max_numbers": 3, "min_number": 1, "max_number": 20, "min_target": 1,
               "max_target": 50}
-ASSIGNMENT_SHAPE = {}  # the generator's defaults: 3-4 numbers in 1..99, targets 1..100
+REFERENCE_SHAPE = {}  # the generator's defaults, the reference setup's: 3-4 numbers in 1..99, targets 1..100
 
 
 def _value(tree, nums):
@@ -128,9 +128,9 @@ def test_blind_cap_refuses_a_puzzle_once_a_template_it_hits_is_full():
         BlindCap(0.0, {3: 10})
 
 
-@pytest.mark.parametrize("shape", [DEMO_SHAPE, ASSIGNMENT_SHAPE], ids=["demo", "assignment"])
+@pytest.mark.parametrize("shape", [DEMO_SHAPE, REFERENCE_SHAPE], ids=["demo", "reference"])
 def test_balanced_pools_cap_every_blind_template(shape):
-    # 1,000 puzzles: the cap binds on any pool size (the generator holds it as it goes); the assignment's 4-number
+    # 1,000 puzzles: the cap binds on any pool size (the generator holds it as it goes); the reference setup's 4-number
     # puzzles take ~7 ms each to place
     puzzles = generate_countdown(1000, seed=3, sampling="balanced", **shape)
     lo, hi = shape.get("min_number", 1), shape.get("max_number", 99)
@@ -183,8 +183,8 @@ def test_each_part_of_a_balanced_pool_holds_the_cap_on_its_own():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape, sizes", [(DEMO_SHAPE, (2000, 1000, 300)), (ASSIGNMENT_SHAPE, (300, 150, 100))],
-                         ids=["demo", "assignment"])
+@pytest.mark.parametrize("shape, sizes", [(DEMO_SHAPE, (2000, 1000, 300)), (REFERENCE_SHAPE, (300, 150, 100))],
+                         ids=["demo", "reference"])
 def test_each_part_holds_the_cap_at_several_seeds(shape, sizes):
     """The check above at more seeds and sizes, and with 3-4 numbers (a cap per part and count of numbers)."""
     for seed in range(5):

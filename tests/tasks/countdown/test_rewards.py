@@ -167,7 +167,7 @@ def test_numbers_rule_is_not_a_keyword():
 
 
 def test_subset_variant():
-    # 7 is left unused: wrong under the Countdown rule, right under the assignment's at-most-once rule.
+    # 7 is left unused: wrong under the Countdown rule, right under the reference setup's at-most-once rule.
     completions = ["<answer>(64 + 14) - 16</answer>", "<answer>(64 + 14) - 16 + 7 - 7</answer>"]
     nums, target = [[64, 14, 16, 7]] * 2, [62] * 2
     assert countdown_reward(completions, nums=nums, target=target) == [0.1, 0.1]

@@ -524,7 +524,7 @@ def test_graduated_reward(numbers, target, answer, expected):
 
 
 def test_the_reference_ground_truth_key_numbers_is_read_too():
-    # The assignment's reference verifier spells the column "numbers"; the dataset (and this package) say "nums".
+    # The reference setup's verifier spells the column "numbers"; the dataset (and this package) say "nums".
     gt = {"numbers": [7, 7, 65], "target": 51}
     assert reward_fn("<answer>(65 - 7) - 7</answer>", gt) == 1.0
     assert graduated_reward_fn("<answer>65 - 7 - 7</answer>", gt) == 1.0

@@ -1,4 +1,4 @@
-"""The GSM8K recipe carries seed 004's settings and passes the strict parser and checks."""
+"""The GSM8K recipe carries the GSM8K write-up's settings (a 24 GB card) and passes the strict parser and checks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.helpers.recipes import parse
 GSM8K = ROOT / "recipes" / "gsm8k" / "qwen2.5-1.5b-instruct" / "grpo_24gb.yaml"
 
 
-def test_gsm8k_recipe_is_seed_004():
+def test_gsm8k_recipe_is_the_gsm8k_write_ups():
     s, t, m = parse(GSM8K)
     assert (s.task, s.dataset_name, s.dataset_config, s.eval_dataset_split) == ("gsm8k", "openai/gsm8k", "main", "test")
     assert (s.prompt_template, s.reward_funcs) == ("chat", ["gsm8k"])

@@ -1,4 +1,5 @@
-"""The MATH recipes carry seeds 002's and 003's settings and pass the strict parser and checks."""
+"""The MATH recipes carry the GR-REINFORCE study's and the MATH ablations' settings and pass the strict parser
+and checks."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from tests.helpers.recipes import parse
 MATH_003 = ROOT / "recipes" / "math" / "qwen2.5-math-1.5b"
 MATH_002 = ROOT / "recipes" / "math" / "qwen2.5-1.5b"
 
-# seed 003's variants: file -> (reduction, std_normalization, baseline)
+# the MATH ablations' variants: file -> (reduction, std_normalization, baseline)
 SEED_003 = {
     "masked_mean_std": ("masked_mean", "group", "group_mean"),
     "masked_mean_no_std": ("masked_mean", "none", "group_mean"),
@@ -22,7 +23,7 @@ SEED_003 = {
 
 
 @pytest.mark.parametrize("name", sorted(SEED_003))
-def test_math_recipes_are_seed_003_variants(name):
+def test_math_recipes_are_the_math_ablations_variants(name):
     s, t, m = parse(MATH_003 / f"{name}.yaml")
     assert m.model_name_or_path == "Qwen/Qwen2.5-Math-1.5B"
     assert (s.task, s.prompt_template, s.reward_funcs, s.eval_dataset_split) == ("math", "r1_zero", ["r1_zero"], "test")
@@ -37,7 +38,7 @@ def test_math_recipes_are_seed_003_variants(name):
     assert t.max_completion_length == 2048 and t.eval_steps == 10
 
 
-def test_seed_003_variants_differ_only_in_their_knobs():
+def test_the_math_ablations_variants_differ_only_in_their_knobs():
     knobs = {"algorithm", "reduction", "std_normalization", "baseline", "drgrpo_num_tokens", "output_dir", "run_name"}
     recipes = {p.stem: yaml.safe_load(p.read_text()) for p in MATH_003.glob("*.yaml")}
     assert set(recipes) == set(SEED_003)
@@ -46,7 +47,7 @@ def test_seed_003_variants_differ_only_in_their_knobs():
         assert {k: v for k, v in recipe.items() if k not in knobs} == reference, name
 
 
-def test_math_recipes_gr_reinforce_vs_grpo_are_seed_002():
+def test_math_recipes_gr_reinforce_vs_grpo_are_the_studys_settings():
     runs = {name: parse(MATH_002 / f"{name}.yaml") for name in ("gr_reinforce", "grpo")}
     for s, t, m in runs.values():
         assert s.task == "math" and s.task_options == ["levels=5"]  # "Math Hard": level 5

@@ -50,7 +50,7 @@ def test_r1_zero_reward_on_chat_completions():
 @pytest.mark.parametrize(
     "text,expected",
     [
-        (r"... so $\boxed{\frac{5}{2}}$.", 1.1),  # seed 002's clean solve
+        (r"... so $\boxed{\frac{5}{2}}$.", 1.1),  # the GR-REINFORCE study's clean solve
         (r"the answer is \boxed{2.5} and 2.5", 1.1),  # the last number adds nothing when a box is complete
         (r"\boxed{995}", 0.1),  # a box, wrong
         (r"\boxed{2.5} then \boxed{3}", 0.1),  # the last box counts
