@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         "generated Countdown puzzles, with a before/after accuracy table.",
         epilog=examples(
             "countdown-rl demo                             the full demo (about 13 minutes on 2 CPU cores)",
-            "countdown-rl demo --quick                     a one-minute smoke run",
+            "countdown-rl demo --quick                     a smoke run of a few minutes",
             "countdown-rl demo --algorithm dr_grpo --seed 1",
             "countdown-rl demo --resume                    continue a stopped run from its newest checkpoint",
             "countdown-rl demo --model_name_or_path smollm2 --quick   a real model (setup: --model_name_or_path below)",
@@ -96,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "12-16 GB of memory (docs/demo.md)")
     p.add_argument("--lora", action="store_true",
                    help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model")
-    p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (~1 minute; a few "
-                   "with --model_name_or_path)")
+    p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (a few minutes; no "
+                   "gain expected)")
     p.add_argument("--resume", action="store_true",
                    help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
     p.add_argument("--device", choices=DEVICES, default=d.device,
