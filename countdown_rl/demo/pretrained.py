@@ -1,25 +1,30 @@
-"""``countdown-rl demo --model_name_or_path M``: the demo's stages on a real pretrained model (``smollm2``:
-SmolLM2-135M-Instruct).
+"""``countdown-rl demo --model_name_or_path M [--task NAME --task_options K=V ...]``: the demo's stages on a real
+pretrained model (``smollm2``: SmolLM2-135M-Instruct), on Countdown or any task with a generator and demonstrations.
 
 1. Model: ``--model_name_or_path`` is a model folder, a Hub id in the local cache, a ``.gguf`` file or a packaged name
    (``smollm2``), converted once (:mod:`countdown_rl.models.source`); anything else is one line, naming the
    install command of the packaged models, before anything loads.
-2. Puzzles: the tiny demo's pool and split (:func:`countdown_rl.demo.stages.demo_puzzles`) in the model's chat
-   template; plus ``num_transfer`` reference puzzles (the reference setup's shape: 3-4 numbers in 1..99, targets
-   1..100, none of them trained on).
-3. Base: the model's greedy zero-shot evaluation on the held-out puzzles -> ``base_eval/``.
-4. SFT warm-up: solver traces as the assistant's turn of the chat template, loss on that turn only -> ``sft/``;
-   its evaluation -> ``zero_shot/`` (the RL run's starting accuracy, as in the tiny demo).
-5. RL (GRPO, or Dr.GRPO) from ``sft/``: rollouts through a colocated vLLM engine where vLLM is installed, else the
-   compiled backend (``--quick``: plain ``generate``, as 2 steps do not repay a compile); said once, and recorded;
-   ``--lora`` trains a peft adapter on top of the SFT model, merged
+2. Rows (:func:`demo_rows`), in the model's chat template: Countdown's are the tiny demo's pool and split
+   (:func:`countdown_rl.demo.stages.demo_puzzles`), plus ``num_transfer`` reference puzzles (the reference setup's
+   shape: 3-4 numbers in 1..99, targets 1..100, none of them trained on); another task's are its generated rows in
+   three disjoint parts (:func:`countdown_rl.demo.task_rows.task_parts`), its options checked first.
+3. Base: the model's greedy zero-shot evaluation on the held-out rows -> ``base_eval/``.
+4. SFT warm-up (:func:`sft_stage`) as the assistant's turn of the chat template, loss on that turn only: Countdown's
+   solver traces, another task's demonstrations (a format warm-up: the reference answer in ``<answer>`` tags)
+   -> ``sft/``; its evaluation -> ``zero_shot/`` (the RL run's starting accuracy, as in the tiny demo).
+5. RL (GRPO, or Dr.GRPO) from ``sft/`` with the task's reward: rollouts through a colocated vLLM engine where vLLM is
+   installed, else the compiled backend (``--quick``: plain ``generate``, as 2 steps do not repay a compile); said
+   once, and recorded; ``--lora`` trains a peft adapter on top of the SFT model, merged
    for evaluation -> ``<algorithm>/`` (checkpoints, run record, ``eval/``).
-6. Each of the three models also at ``transfer_budgets`` on the reference puzzles -> ``transfer/base/``,
+6. Countdown: each of the three models also at ``transfer_budgets`` on the reference puzzles -> ``transfer/base/``,
    ``transfer/sft/``, ``<algorithm>/transfer/``.
-7. The three-row table (accuracy, correct / partial / failed, mean tokens, wall time), the transfer table, the exact
-   McNemar test of the RL model against the SFT model on the same held-out puzzles ->
-   ``<algorithm>/demo_results.json``. What the RL run writes stays in its folder, so ``--algorithm dr_grpo
-   --resume`` next to a GRPO run reuses stages 3-4 and leaves the GRPO run's files as they are.
+7. The three-row table (accuracy, correct / partial / failed, mean tokens, wall time) and the exact McNemar test of
+   the RL model against the SFT model on the same held-out rows -> ``<algorithm>/demo_results.json``; Countdown's
+   under the best target-blind rule, with the transfer table; another task's with each model's answer-format rate
+   and its accuracy read without the tags (its own gain and McNemar test: a gain that is not the format alone), under
+   the best constant answer (:mod:`countdown_rl.evaluation.readings`). What the RL run writes stays in its folder,
+   so ``--algorithm dr_grpo --resume`` next to a GRPO run reuses stages 3-4 and leaves the GRPO run's files as they
+   are.
 
 Evaluations go through vLLM where it is installed (one eager engine per model), else transformers' ``generate``.
 ``--resume`` reuses every finished stage made with the same settings and continues RL from its newest checkpoint.
@@ -32,9 +37,10 @@ import os
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.demo.stages import (
@@ -70,6 +76,10 @@ from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
 from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
 from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR
+from countdown_rl.tasks import get_task
+
+if TYPE_CHECKING:
+    from countdown_rl.tasks.base import Task
 
 __all__ = ["check_demo_model", "choose_backends", "pretrained_config", "rollout_keys", "run_pretrained_demo"]
 
@@ -192,6 +202,56 @@ def rollout_keys(backend: str) -> dict[str, Any]:
     return {"generation_backend": backend}
 
 
+@dataclass
+class DemoRows:
+    """What every stage reads: the task, its three parts (``sft``, ``rl``, ``eval``), the reference puzzles
+    (Countdown's; none for another task), the rows' description, and what the SFT stage learns and records."""
+
+    task: Task
+    parts: dict[str, list[dict[str, Any]]]
+    transfer: list[dict[str, Any]]
+    dataset: str
+    sft_what: str
+    sft_record: dict[str, Any]
+    base_record: dict[str, Any] = field(default_factory=dict)
+
+
+def demo_rows(config: DemoConfig) -> DemoRows:
+    """Countdown: the tiny demo's pool and split, the reference puzzles, solver traces to learn. Another task: its
+    generated rows cut in three (:func:`countdown_rl.demo.task_rows.task_parts`), its demonstrations (the reference
+    answer in ``<answer>`` tags) to learn; its name and options in the records."""
+    from countdown_rl.demo.task_rows import check_demo_task, describe_task, task_parts
+
+    if config.task == "countdown":
+        puzzles = demo_puzzles(config.puzzles, config.seed)
+        return DemoRows(get_task("countdown"), puzzles, _transfer_puzzles(config, puzzles["sft"] + puzzles["rl"]),
+                        config.puzzles.describe(), "solver traces", {"trace": config.trace})
+    task = check_demo_task(config.task, config.task_options)
+    spec = config.puzzles
+    parts = task_parts(task, spec.num_sft, spec.num_rl, spec.num_eval, config.seed)
+    named = {"task": config.task, "task_options": list(config.task_options)}
+    return DemoRows(task, parts, [], describe_task(task, config.task_options), "reference answers",
+                    {"examples": "demonstrations", **named}, named)
+
+
+def sft_stage(config: DemoConfig, rows: DemoRows, base_dir: Path, sft_dir: Path) -> None:
+    """The SFT warm-up in the model's chat template (loss on the assistant's turn) -> ``sft_dir``: Countdown's solver
+    traces, or another task's demonstrations (its format: the answer in tags)."""
+    settings = {"steps": config.sft_steps, "batch_size": config.sft_batch_size,
+                "learning_rate": config.sft_learning_rate, "seed": config.seed, "use_cpu": config.device == "cpu",
+                "bf16": config.sft_bf16}
+    if config.task == "countdown":
+        sft_warmup_on_traces(base_dir, sft_dir, rows.parts["sft"], trace=config.trace, show_progress=not config.quick,
+                             template=config.prompt_template, **settings)
+        return
+    from countdown_rl.training.pipeline import progress_callback
+    from countdown_rl.training.warmup import sft_warmup, task_examples
+
+    callbacks = [] if config.quick else [progress_callback(max(1, config.sft_steps // 10))]
+    sft_warmup(base_dir, sft_dir, task_examples(rows.task, rows.parts["sft"], config.prompt_template),
+               callbacks=callbacks, **settings)
+
+
 def _transfer_puzzles(config: DemoConfig, trained_on: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     if config.num_transfer <= 0 or not config.transfer_budgets:
         return []
@@ -204,8 +264,8 @@ class _Evaluator:
     ``generate``; reused (with ``resume``) when the folder holds an evaluation of the same stage at the same
     budgets."""
 
-    def __init__(self, config: DemoConfig, backend: str):
-        self.config, self.backend = config, backend
+    def __init__(self, config: DemoConfig, backend: str, task: Task):
+        self.config, self.backend, self.task = config, backend, task
 
     def reusable(self, out_dir: Path, stage: Mapping[str, Any], budgets: Sequence[int]) -> bool:
         previous = read_json_or_none(out_dir / EVAL_JSON)
@@ -215,23 +275,24 @@ class _Evaluator:
 
     def evaluate(self, model_dir: Path, jobs: Sequence[tuple[Path, Sequence[Mapping[str, Any]], Sequence[int]]],
                  stage: Mapping[str, Any], dataset: str) -> list[list]:
-        """Evaluate ``model_dir`` on each ``(out_dir, puzzles, budgets)``; one engine serves them all."""
+        """Evaluate ``model_dir`` on each ``(out_dir, rows, budgets)``; one engine serves them all."""
         from countdown_rl.evaluation.eval_files import read_eval
 
         todo = [job for job in jobs if not self.reusable(job[0], stage, job[2])]
         engine = self._engine(model_dir) if todo and self.backend == "vllm" else None
         results = []
-        for out_dir, puzzles, budgets in jobs:
-            if (out_dir, puzzles, budgets) not in todo:
+        for out_dir, rows, budgets in jobs:
+            if (out_dir, rows, budgets) not in todo:
                 print(f"reusing {out_dir}", flush=True)
                 results.append(read_eval(out_dir)["results"])
                 continue
             meta = {"model": str(model_dir), "dataset": dataset, "stage": stage["stage"], "demo_stage": dict(stage)}
             model = engine if engine is not None else str(model_dir)
-            results.append(evaluate_stage(model, None, puzzles, budgets=budgets, out_dir=out_dir, meta=meta,
+            results.append(evaluate_stage(model, None, rows, budgets=budgets, out_dir=out_dir, meta=meta,
                                           batch_size=self.config.eval_batch_size, template=self.config.prompt_template,
                                           backend=self.backend, show_progress=not self.config.quick,
-                                          device=self.config.device))
+                                          device=self.config.device, task=self.task,
+                                          task_options=self.config.task_options))
         del engine
         gc.collect()
         return results
@@ -243,12 +304,15 @@ class _Evaluator:
         return vllm_engine(model_dir, seed=self.config.seed, enforce_eager=True, max_model_len=1024)
 
 
+def _minutes(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds / 60:.1f} min"
+
+
 def _row(label: str, result, blind: dict[str, Any] | None, seconds: float | None) -> list[str]:
     from countdown_rl.files import format_percent
 
     return [label, format_percent(result.accuracy), f"{result.correct} / {result.partial} / {result.failed}",
-            beyond_rule(blind, result.max_tokens), *token_cells(result),
-            "—" if seconds is None else f"{seconds / 60:.1f} min"]
+            beyond_rule(blind, result.max_tokens), *token_cells(result), _minutes(seconds)]
 
 
 def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[str, Any]:
@@ -262,9 +326,8 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output_dir {out} exists and is not a folder")
     check_demo_model(str(config.model_name_or_path))
-    if config.task != "countdown":  # the stages on any task's rows come next
-        raise ValueError(f"--task {config.task}: the real-model demo runs Countdown only, so far")
     config, placement = placed(config)  # --device cuda without a GPU: one line, before anything loads
+    rows = demo_rows(config)  # a task's bad options or too few rows: one line, before anything loads
     setup_environment(config.num_threads)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB per engine: short prompts, 2 cores
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the demo prints a line per stage; vLLM's INFO buries them
@@ -281,21 +344,20 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     backend, eval_backend, why_not_vllm = choose_backends(str(base_dir), quick=config.quick, device=config.device)
     if own_process and "vllm" not in (backend, eval_backend) and leave_vllm_out():
         print(VLLM_LEFT_OUT)
-    evaluator = _Evaluator(config, eval_backend)
+    evaluator = _Evaluator(config, eval_backend, rows.task)
     timings["model_s"] = time.time() - t
 
-    puzzles = demo_puzzles(config.puzzles, config.seed)
-    transfer = _transfer_puzzles(config, puzzles["sft"] + puzzles["rl"])
-    dataset = config.puzzles.describe()
-    print(f"{dataset}: {len(puzzles['sft'])} for SFT, {len(puzzles['rl'])} for RL, {len(puzzles['eval'])} held "
-          f"out; {len(transfer)} reference puzzles (3-4 numbers up to 99) at {list(config.transfer_budgets)} "
-          f"tokens; evaluations through {evaluator.backend}, rollouts through {backend}"
+    parts, transfer, dataset = rows.parts, rows.transfer, rows.dataset
+    reference = (f"; {len(transfer)} reference puzzles (3-4 numbers up to 99) at {list(config.transfer_budgets)} "
+                 "tokens") if transfer else ""
+    print(f"{dataset}: {len(parts['sft'])} for SFT, {len(parts['rl'])} for RL, {len(parts['eval'])} held "
+          f"out{reference}; evaluations through {evaluator.backend}, rollouts through {backend}"
           + (f" ({why_not_vllm})" if why_not_vllm else ""))
     print(placement_line(placement), flush=True)
     budgets_of = {"held_out": [budget], "transfer": sorted(config.transfer_budgets)}
 
     def jobs(eval_dir: Path, transfer_dir: Path) -> list:
-        todo = [(eval_dir, puzzles["eval"], budgets_of["held_out"])]
+        todo = [(eval_dir, parts["eval"], budgets_of["held_out"])]
         if transfer and config.transfer_budgets:
             todo.append((transfer_dir, transfer, budgets_of["transfer"]))
         return todo
@@ -305,7 +367,7 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     # the record's keys stay as they were (a folder made before the field renames still resumes)
     base_record = {"stage": "base", "model": str(config.model_name_or_path), "source": source.record,
                    "template": config.prompt_template, "puzzles": asdict(config.puzzles), "seed": config.seed,
-                   "transfer": len(transfer)}
+                   "transfer": len(transfer), **rows.base_record}
     print_header(f"base model, zero-shot: greedy, {budget} tokens -> {out / BASE_EVAL_DIR}")
     base_results = evaluator.evaluate(base_dir, jobs(out / BASE_EVAL_DIR, out / TRANSFER_DIR / "base"),
                                       base_record, dataset)
@@ -315,18 +377,13 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     t = time.time()
     sft_dir = out / "sft"
     sft_record = {"stage": "sft", "base": base_record, "steps": config.sft_steps, "batch_size": config.sft_batch_size,
-                  "learning_rate": config.sft_learning_rate, "trace": config.trace, **sft_precision(config)}
+                  "learning_rate": config.sft_learning_rate, **rows.sft_record, **sft_precision(config)}
     if config.resume and stage_done(sft_dir, sft_record):
         print_header(f"SFT warm-up: reusing {sft_dir}")
     else:
-        print_header(f"SFT warm-up: {config.sft_steps} steps x {config.sft_batch_size} solver traces in the chat "
-                f"template -> {sft_dir}")
-        sft_warmup_on_traces(
-            base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
-            learning_rate=config.sft_learning_rate, trace=config.trace, seed=config.seed,
-            show_progress=not config.quick, template=config.prompt_template, use_cpu=config.device == "cpu",
-            bf16=config.sft_bf16,
-        )
+        print_header(f"SFT warm-up: {config.sft_steps} steps x {config.sft_batch_size} {rows.sft_what} in the chat "
+                     f"template -> {sft_dir}")
+        sft_stage(config, rows, base_dir, sft_dir)
         finish_stage(sft_dir, sft_record, model=str(base_dir), dataset=dataset)
     timings["sft_s"] = time.time() - t
     t = time.time()
@@ -338,15 +395,15 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     # RL.
     t = time.time()
     print_header(f"{name}{' (LoRA)' if config.lora else ''} at {budget} tokens: {config.max_steps} steps x "
-            f"{config.prompts_per_step} prompts x {config.num_generations} samples, rollouts through {backend} "
-            f"-> {run_dir}")
+                 f"{config.prompts_per_step} prompts x {config.num_generations} samples, rollouts through {backend} "
+                 f"-> {run_dir}")
     # The final evaluation is the stage below (through vLLM where it runs, on the saved or merged model), so the
     # recipe leaves it out; the model card, the adapter merge (--lora) and the status are the recipe's.
-    recipe = rl_recipe(config, sft_dir, run_dir, num_eval=len(puzzles["eval"]), generation=rollout_keys(backend),
+    recipe = rl_recipe(config, sft_dir, run_dir, num_eval=len(parts["eval"]), generation=rollout_keys(backend),
                        final_eval=False)
     run_info = {"base_model": str(config.model_name_or_path), **source.record, "rollout_backend": backend,
                 "eval_backend": eval_backend, "why_not_vllm": why_not_vllm, "lora": config.lora, "placement": placement}
-    run = train_rl(recipe, puzzles["rl"], puzzles["eval"], record=demo_record(sft_dir, dataset, puzzles, run_info),
+    run = train_rl(recipe, parts["rl"], parts["eval"], record=demo_record(sft_dir, dataset, parts, run_info),
                    show_progress=not config.quick)
     if run.trained.resumed_from:
         print(f"resumed from {run.trained.resumed_from}")
@@ -357,25 +414,66 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     timings["rl_s"] = time.time() - t
     t = time.time()
     final_record = {"stage": "final", "sft": sft_record, "algorithm": config.algorithm, "steps": global_step}
-    print_header(f"after {name}: same puzzles and settings -> {run_dir / FINAL_EVAL_DIR}")
+    print_header(f"after {name}: same {'puzzles' if config.task == 'countdown' else 'rows'} and settings -> "
+                 f"{run_dir / FINAL_EVAL_DIR}")
     final_results = evaluator.evaluate(final_dir, jobs(run_dir / FINAL_EVAL_DIR, run_dir / TRANSFER_DIR),
                                        final_record, dataset)
     shutil.copytree(out / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
     timings["final_eval_s"] = time.time() - t
     timings["total_s"] = time.time() - started
-    return _results(config, out, run_dir, base_results, sft_results, final_results, timings, backend,
-                    evaluator.backend, global_step, placement)
+    held_out = [results[0][0] for results in (base_results, sft_results, final_results)]
+    common = _common_results(config, out, run_dir, held_out, timings, backend, evaluator.backend, global_step,
+                             placement, dataset, rows.task.columns)
+    if config.task == "countdown":
+        return _results(config, out, run_dir, base_results, sft_results, final_results, common)
+    return _task_results(config, rows, out, run_dir, common)
 
 
-def _results(config, out, run_dir, base_results, sft_results, final_results, timings, backend, eval_backend,
-             global_step, placement) -> dict[str, Any]:
+def _labels(config: DemoConfig, global_step: int) -> tuple[str, str, str]:
+    return "base model (zero-shot)", "after SFT warm-up", f"after {display_name(config.algorithm)} ({global_step} steps)"
+
+
+def _stage_seconds(timings: Mapping[str, float]) -> tuple[float, float, float]:
+    """Each model's wall time: its evaluation, and the training that made it."""
+    return (timings["base_eval_s"], timings["sft_s"] + timings["sft_eval_s"],
+            timings["rl_s"] + timings["final_eval_s"])
+
+
+def _common_results(config, out, run_dir, held_out, timings, backend, eval_backend, global_step, placement, dataset,
+                    columns) -> dict[str, Any]:
+    """What ``demo_results.json`` holds on any task: the three models' held-out results, the RL gain over SFT and its
+    exact McNemar test, the backends, the timings, the paths and the settings."""
+    return {
+        "command": "countdown-rl demo", "model": config.model_name_or_path, "algorithm": config.algorithm,
+        "lora": config.lora, "max_completion_length": config.max_completion_length, "dataset": dataset,
+        "rollout_backend": backend, "eval_backend": eval_backend,
+        "base": held_out[0].to_dict(), "sft": held_out[1].to_dict(), "trained": held_out[2].to_dict(),
+        "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy),
+        "paired_test": paired_test(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, config.max_completion_length,
+                                   columns),
+        "global_step": global_step, "timings": timings, "device": placement["device"], "precision": placement,
+        "paths": {"base_eval": str(out / BASE_EVAL_DIR), "sft": str(out / "sft"),
+                  "zero_shot": str(out / ZERO_SHOT_DIR), "run": str(run_dir), "eval": str(run_dir / FINAL_EVAL_DIR)},
+        "config": asdict(config),
+    }
+
+
+def _summary(config: DemoConfig, results: Mapping[str, Any], what: str) -> str:
+    """The line under the table: SFT -> RL accuracy, the gain and its McNemar test, on how many ``what``."""
+    paired, name = results["paired_test"], display_name(config.algorithm)
+    return (f"accuracy after SFT {100 * results['sft']['accuracy']:.1f}% -> after {name} "
+            f"{100 * results['trained']['accuracy']:.1f}% ({results['gain_points']:+.1f} points; McNemar p = "
+            f"{paired['p_value']:.3g}, {paired['only_a']} {what} only RL solved, {paired['only_b']} only SFT) on "
+            f"{results['base']['num_rows']} {what}, {config.max_completion_length} tokens, in "
+            f"{results['timings']['total_s'] / 60:.1f} min")
+
+
+def _results(config, out, run_dir, base_results, sft_results, final_results, common) -> dict[str, Any]:
     from countdown_rl.files import format_percent, render_markdown_table
 
-    name = display_name(config.algorithm)
-    budget = config.max_completion_length
-    labels = ("base model (zero-shot)", "after SFT warm-up", f"after {name} ({global_step} steps)")
-    seconds = (timings["base_eval_s"], timings["sft_s"] + timings["sft_eval_s"],
-               timings["rl_s"] + timings["final_eval_s"])
+    global_step, placement = common["global_step"], common["precision"]
+    labels = _labels(config, global_step)
+    seconds = _stage_seconds(common["timings"])
     held_out = [results[0][0] for results in (base_results, sft_results, final_results)]
     blinds = [blind_rule_of(d) for d in (out / BASE_EVAL_DIR, out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR)]
     table = render_markdown_table(
@@ -391,34 +489,65 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, tim
             ["model", *(f"reference puzzles, {r.max_tokens} tokens" for r in base_results[1])],
             blind_cells + [[label, *(format_percent(r.accuracy) for r in results[1])]
                            for label, results in zip(labels, (base_results, sft_results, final_results), strict=True)])
-    paired = paired_test(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, budget)
     results = {
-        "command": "countdown-rl demo", "model": config.model_name_or_path, "algorithm": config.algorithm,
-        "lora": config.lora, "max_completion_length": budget, "num_eval_puzzles": held_out[0].num_rows,
-        "dataset": config.puzzles.describe(), "rollout_backend": backend, "eval_backend": eval_backend,
-        "base": held_out[0].to_dict(), "sft": held_out[1].to_dict(), "trained": held_out[2].to_dict(),
-        "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy), "paired_test": paired,
+        **common, "num_eval_puzzles": held_out[0].num_rows,
         "blind_rule": blind_rule_by_model(dict(zip(("base", "sft", "trained"), blinds, strict=True))),
         "transfer": {label: [r.to_dict() for r in results[1]] for label, results in
                      zip(("base", "sft", "trained"), (base_results, sft_results, final_results), strict=True)
                      if len(results) > 1},
-        "global_step": global_step, "timings": timings, "table": table, "transfer_table": transfer_table,
-        "device": placement["device"], "precision": placement,
-        "paths": {"base_eval": str(out / BASE_EVAL_DIR), "sft": str(out / "sft"),
-                  "zero_shot": str(out / ZERO_SHOT_DIR), "run": str(run_dir),
-                  "eval": str(run_dir / FINAL_EVAL_DIR), "transfer": str(out / TRANSFER_DIR),
-                  "final_transfer": str(run_dir / TRANSFER_DIR)},
-        "config": asdict(config),
+        "table": table, "transfer_table": transfer_table,
+        "paths": {**common["paths"], "transfer": str(out / TRANSFER_DIR), "final_transfer": str(run_dir / TRANSFER_DIR)},
     }
     write_json_atomic(run_dir / RESULTS_FILE, results)  # per run: GRPO and Dr.GRPO share out's first stages
     print_header(f"results (strict Countdown accuracy, greedy, held-out puzzles; trained {placement_line(placement)})")
     print(table)
     if transfer_table:
         print("\n" + transfer_table)
-    print(f"\naccuracy after SFT {100 * held_out[1].accuracy:.1f}% -> after {name} "
-          f"{100 * held_out[2].accuracy:.1f}% ({results['gain_points']:+.1f} points; McNemar p = "
-          f"{paired['p_value']:.3g}, {paired['only_a']} puzzles only RL solved, {paired['only_b']} only SFT) on "
-          f"{held_out[0].num_rows} puzzles, {budget} tokens, in {timings['total_s'] / 60:.1f} min")
+    print("\n" + _summary(config, results, "puzzles"))
     print(f"files: {run_dir / RESULTS_FILE}; report: countdown-rl report {run_dir}")
     return results
 
+
+def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, common) -> dict[str, Any]:
+    """Another task's table and results: beside the strict accuracy (the answer in tags, the task's scorer), each
+    model's format rate and its accuracy read without the tags (:mod:`countdown_rl.evaluation.readings`), with the
+    same gain and McNemar test, and the most common gold answer's accuracy (the blind baseline)."""
+    from countdown_rl.evaluation.eval_files import read_samples
+    from countdown_rl.evaluation.readings import constant_answer, content_reading, format_rate, paired_content
+    from countdown_rl.files import format_percent, render_markdown_table
+
+    task, budget, models = rows.task, config.max_completion_length, ("base", "sft", "trained")
+    dirs = dict(zip(models, (out / BASE_EVAL_DIR, out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR), strict=True))
+    samples = {key: read_samples(path, budget) for key, path in dirs.items()}
+    formats = {key: format_rate(rows_) for key, rows_ in samples.items()}
+    content = {key: content_reading(task, rows_) for key, rows_ in samples.items()}
+    content["gain_points"] = 100 * (content["trained"]["accuracy"] - content["sft"]["accuracy"])
+    content["paired_test"] = paired_content(task, samples["sft"], samples["trained"], task.columns)
+    constant = constant_answer(task, rows.parts["eval"], config.prompt_template)
+    shown = constant["answer"] if len(constant["answer"]) <= 20 else constant["answer"][:17] + "..."
+    table = render_markdown_table(
+        ["model", "accuracy", "answer format", "accuracy without the tags", "correct / partial / failed",
+         *TOKEN_HEADERS, "stage time"],
+        [[f"best constant answer ({shown})", format_percent(constant["accuracy"]), "—",
+          format_percent(constant["accuracy"]), "—", "—", "—", "—"]]
+        + [[label, format_percent(common[key]["accuracy"]), format_percent(formats[key]),
+            format_percent(content[key]["accuracy"]),
+            f"{common[key]['correct']} / {common[key]['partial']} / {common[key]['failed']}",
+            *token_cells(SimpleNamespace(**common[key])), _minutes(seconds)]
+           for label, key, seconds in zip(_labels(config, common["global_step"]), models,
+                                          _stage_seconds(common["timings"]), strict=True)])
+    results = {**common, "task": config.task, "task_options": list(config.task_options),
+               "num_eval_rows": common["base"]["num_rows"], "format_rate": formats, "content": content,
+               "constant_answer": constant, "table": table}
+    write_json_atomic(run_dir / RESULTS_FILE, results)
+    print_header(f"results ({config.task}, greedy, held-out rows; accuracy: the answer in <answer> tags, scored by "
+                 f"the task; trained {placement_line(common['precision'])})")
+    print(table)
+    print("\n" + _summary(config, results, "rows"))
+    paired = content["paired_test"]
+    print(f"read without the tags: {100 * content['sft']['accuracy']:.1f}% -> "
+          f"{100 * content['trained']['accuracy']:.1f}% ({content['gain_points']:+.1f} points; McNemar p = "
+          f"{paired['p_value']:.3g}); the most common gold answer ({shown}) scores "
+          f"{100 * constant['accuracy']:.1f}%")
+    print(f"files: {run_dir / RESULTS_FILE}; report: countdown-rl report {run_dir}")
+    return results

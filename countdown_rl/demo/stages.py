@@ -502,30 +502,36 @@ def evaluate_stage(
     temperature: float = 0.0,
     num_samples: int = 1,
     seed: int = 0,
+    task: Any = "countdown",
+    task_options: Sequence[str] = (),
 ) -> list:
-    """Strict-Countdown evaluation at each budget (one generation at the largest, cut to each), greedy unless
+    """``task``'s evaluation (a task, or its name; strict Countdown by default) at each budget (one generation at the
+    largest, cut to each), greedy unless
     ``temperature`` > 0 (``num_samples`` a puzzle, seeded by ``seed``: pass@k); writes
     eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
     ``tokenizer``, a saved model folder (``tokenizer`` None; loaded onto ``device``), or with ``backend="vllm"`` a
-    ``vllm.LLM``.
+    ``vllm.LLM``. ``task_options``: the options ``task`` was made with, for the files' meta.
     Returns one ``BudgetResult`` per budget, in order.
     """
     from countdown_rl.evaluation.eval_files import eval_meta, write_eval_outputs
     from countdown_rl.evaluation.scoring import evaluate_budgets
+    from countdown_rl.tasks import get_task
 
     if isinstance(model, (str, os.PathLike)):
         from countdown_rl.models.loading import load_causal_lm, load_tokenizer
 
         tokenizer = tokenizer or load_tokenizer(model)
         model = load_causal_lm(model).to(device)
+    task = get_task(task) if isinstance(task, str) else task
     scored = evaluate_budgets(
-        model, tokenizer, list(puzzles), budgets=budgets, task="countdown", template=template,
+        model, tokenizer, list(puzzles), budgets=budgets, task=task, template=template,
         batch_size=batch_size, temperature=temperature, num_samples=num_samples, seed=seed,
         show_progress=show_progress, backend=backend,
     )
     results = [result for result, _ in scored]
     if out_dir is not None:
-        full_meta = eval_meta(**{"task": "countdown", "template": template, "num_rows": len(puzzles),
+        full_meta = eval_meta(**{"task": task.name, **({"task_options": list(task_options)} if task_options else {}),
+                                 "template": template, "num_rows": len(puzzles),
                                  "backend": backend, "temperature": temperature, "num_samples": num_samples,
                                  **({"seed": seed} if num_samples > 1 or temperature > 0 else {}), **(meta or {})})
         write_eval_outputs(out_dir, results, {r.max_tokens: rows for r, rows in scored}, full_meta)
@@ -534,13 +540,13 @@ def evaluate_stage(
 
 def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, num_eval: int,
               generation: Mapping[str, Any] | None = None, final_eval: bool = True,
-              reward_funcs: Sequence[str] = ("countdown",)) -> dict[str, Any]:
+              reward_funcs: Sequence[str] | None = None) -> dict[str, Any]:
     """The RL stage of ``config`` as a ``countdown-rl train`` recipe (its keys, as a recipe file holds them): from
     ``sft_dir`` into ``run_dir``, on the puzzles :func:`train_rl` writes to ``run_dir/data`` (``train.jsonl``, and
     ``num_eval`` held-out ones in ``test.jsonl``).
 
-    One rollout per optimizer step (``prompts_per_step`` prompts x ``num_generations`` samples), the ``countdown``
-    reward, a constant rate after ``warmup_steps`` 0, atomic checkpoints every ``save_steps`` (the newest two kept),
+    One rollout per optimizer step (``prompts_per_step`` prompts x ``num_generations`` samples), ``config.task``'s
+    default reward (``countdown`` for Countdown) unless ``reward_funcs`` names others, a constant rate after ``warmup_steps`` 0, atomic checkpoints every ``save_steps`` (the newest two kept),
     the first ``in_training_eval`` held-out puzzles scored greedily every ``eval_steps`` (the report's curve).
     ``generation`` adds the rollouts' keys (e.g. ``use_vllm``, ``vllm_mode``, ``generation_backend``); ``config.lora``
     trains an adapter (merged into ``run_dir/merged``); ``final_eval`` False leaves the final evaluation to the
@@ -550,13 +556,17 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
     >>> rl_recipe(quick_config(), "sft", "grpo", num_eval=32)["per_device_train_batch_size"]
     16
     """
+    from countdown_rl.tasks import task_class
+
     batch = config.prompts_per_step * config.num_generations
     in_training_eval = min(config.in_training_eval, num_eval)
+    reward_funcs = task_class(config.task).default_reward_funcs if reward_funcs is None else reward_funcs
     recipe = {
         # the model
         "model_name_or_path": str(sft_dir), "dtype": "auto",
         # the data: the demo's puzzles, as files (train_rl writes them)
-        "task": "countdown", "dataset_name": str(Path(run_dir) / RL_DATA_DIR), "dataset_split": "train",
+        "task": config.task, **({"task_options": list(config.task_options)} if config.task_options else {}),
+        "dataset_name": str(Path(run_dir) / RL_DATA_DIR), "dataset_split": "train",
         "eval_dataset_split": "test", "test_size": num_eval, "prompt_template": config.prompt_template,
         "reward_funcs": list(reward_funcs), "eval_subset_size": in_training_eval,
         "final_eval_size": None if final_eval else 0, "resume": config.resume,
@@ -610,8 +620,8 @@ def train_rl(recipe: Mapping[str, Any], train_puzzles: Sequence[Mapping[str, Any
     script_args, training_args, model_args = recipe_from_keys(recipe)
     planned = plan_recipe(script_args, training_args, model_args)
     data = Path(script_args.dataset_name)
-    write_jsonl(({"nums": list(p["nums"]), "target": int(p["target"])} for p in train_puzzles), data / "train.jsonl")
-    write_jsonl(({"nums": list(p["nums"]), "target": int(p["target"])} for p in eval_puzzles), data / "test.jsonl")
+    write_jsonl((dict(row) for row in train_puzzles), data / "train.jsonl")
+    write_jsonl((dict(row) for row in eval_puzzles), data / "test.jsonl")
     # The recipe as a file: `countdown-rl train --config <run_dir>/recipe.yaml` trains the same run.
     (Path(training_args.output_dir) / RECIPE_FILE).write_text(yaml.safe_dump(dict(recipe), sort_keys=False),
                                                                encoding="utf-8")
@@ -652,14 +662,16 @@ def prepare_run_dir(run: Path, resume: bool) -> None:
         raise ValueError(f"{run} exists and is not a {PROG} run directory; choose another --output_dir")
 
 
-def paired_test(before_dir: str | Path, after_dir: str | Path, budget: int) -> dict[str, Any]:
+def paired_test(before_dir: str | Path, after_dir: str | Path, budget: int,
+                columns: Sequence[str] = ("nums", "target")) -> dict[str, Any]:
     """The exact McNemar test of the model evaluated into ``after_dir`` against the one in ``before_dir`` on the same
-    puzzles at ``budget`` (``only_a``: puzzles only the after model solved)."""
+    rows (the same ``columns``: the task's, Countdown's by default) at ``budget`` (``only_a``: rows only the after
+    model solved)."""
     from countdown_rl.evaluation.eval_files import read_samples
     from countdown_rl.evaluation.paired import paired_counts
 
     before, after = read_samples(before_dir, budget), read_samples(after_dir, budget)
-    if [(r.get("nums"), r.get("target")) for r in before] != [(r.get("nums"), r.get("target")) for r in after]:
+    if [[r.get(c) for c in columns] for r in before] != [[r.get(c) for c in columns] for r in after]:
         raise ValueError(f"{before_dir} and {after_dir} hold different puzzles: no paired test")
     return paired_counts([r["outcome"] == "correct" for r in after], [r["outcome"] == "correct" for r in before])
 

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["REQUIRED_OPTIONS", "check_demo_task", "describe_task", "task_parts"]
 
 # Options the demo needs given, by task: the task's default is not a measured choice for the demo.
-REQUIRED_OPTIONS = {"reasoning_gym": ("datasets", "datasets=NAME or a mixture NAME:WEIGHT,... (e.g. datasets=chain_sum)"
-                                      "; no default mixture has been measured for the demo")}
+REQUIRED_OPTIONS = {"reasoning_gym": ("datasets", ("datasets=NAME or a mixture NAME:WEIGHT,... (e.g. "
+                                                  "datasets=chain_sum); no default mixture has been measured for the "
+                                                  "demo"))}
 # How many rows are drawn for each one wanted: generators repeat problems, and the split keeps each once.
 DRAW_FACTOR = 2
 

@@ -245,3 +245,88 @@ def test_a_folder_that_is_not_a_model_is_one_line(tmp_path, capsys, no_loading):
         demo_cli.main(["--model_name_or_path", str(tmp_path / "empty"), "--quick", "--output_dir",
                        str(tmp_path / "o")])
     assert f"--model_name_or_path {tmp_path / 'empty'}: a folder without config.json" in capsys.readouterr().err
+
+
+RG_OPTIONS = ["--task", "reasoning_gym", "--task_options", "datasets=chain_sum"]
+
+
+def _check_task_run(out, log: str, model: str) -> dict:
+    """A run on reasoning-gym's chain_sum: the three evaluations on the same held-out rows, none of them trained on;
+    demo_results.json's readings as the evaluations' own samples give them; the table's rows. Returns the results."""
+    from countdown_rl.evaluation.readings import constant_answer, content_reading, format_rate, paired_content
+    from countdown_rl.tasks import get_task
+
+    def read_jsonl(path):
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+    task = get_task("reasoning_gym", ["datasets=chain_sum"])
+    results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
+    num_eval = pretrained.pretrained_config(model, quick=True).puzzles.num_eval
+    assert results["task"] == "reasoning_gym" and results["task_options"] == ["datasets=chain_sum"]
+    assert results["num_eval_rows"] == num_eval and results["global_step"] == 2
+    folders = {"base": "base_eval", "sft": "zero_shot", "trained": "grpo/eval"}
+    samples = {key: read_samples(out / folder, results["max_completion_length"]) for key, folder in folders.items()}
+    for key, folder in folders.items():
+        evaluation = read_eval(out / folder)
+        assert evaluation["meta"]["task"] == "reasoning_gym" and evaluation["meta"]["task_options"] == [
+            "datasets=chain_sum"] and evaluation["blind_rule"] is None
+        assert results[key] == evaluation["results"][0].to_dict() and len(samples[key]) == num_eval
+        assert results["format_rate"][key] == format_rate(samples[key])
+        assert results["content"][key] == content_reading(task, samples[key])
+    assert [row["question"] for row in samples["base"]] == [row["question"] for row in samples["trained"]]
+    trained_on = {row["question"] for row in read_jsonl(out / "grpo" / "data" / "train.jsonl")}
+    held_out = read_jsonl(out / "grpo" / "data" / "test.jsonl")
+    assert len(trained_on) == pretrained.pretrained_config(model, quick=True).puzzles.num_rl
+    assert not trained_on & {row["question"] for row in held_out}
+    assert [row["question"] for row in held_out] == [row["question"] for row in samples["base"]]
+    assert results["constant_answer"] == constant_answer(task, held_out)
+    assert results["content"]["paired_test"] == paired_content(task, samples["sft"], samples["trained"], task.columns)
+    assert results["paired_test"] == paired_counts([r["outcome"] == "correct" for r in samples["trained"]],
+                                                   [r["outcome"] == "correct" for r in samples["sft"]])
+    assert set(results["timings"]) >= {"base_eval_s", "sft_s", "sft_eval_s", "rl_s", "final_eval_s", "total_s"}
+    rows = [line.split("|")[1].strip() for line in log.splitlines() if line.startswith("| ")][2:]
+    assert rows == [f"best constant answer ({results['constant_answer']['answer']})", "base model (zero-shot)",
+                    "after SFT warm-up", "after GRPO (2 steps)"]
+    recipe = read_run_record(out / "grpo").recipe
+    assert recipe["task"] == "reasoning_gym" and recipe["task_options"] == ["datasets=chain_sum"]
+    return results
+
+
+def test_quick_run_on_another_task_with_a_model_folder(tiny_model_dir, tmp_path):
+    """reasoning-gym's chain_sum through every stage on the tiny Qwen3 saved as a model folder (in this process): a
+    format warm-up on the reference answers in tags, then GRPO, and the readings beside the strict accuracy."""
+    out = tmp_path / "demo"
+    code, log = _run(["--model_name_or_path", str(tiny_model_dir), *RG_OPTIONS, "--quick", "--output_dir", str(out)])
+    assert code == 0, log[-3000:]
+    _check_task_run(out, log, str(tiny_model_dir))
+    assert "2 steps x 2 reference answers in the chat template" in log
+
+
+def test_the_format_warm_up_learns_the_answer_in_tags_as_the_assistants_turn(tiny_model_dir, tmp_path):
+    """Another task's SFT rows: the loss covers exactly the reference answer in tags and the end of the turn."""
+    from countdown_rl.demo.task_rows import task_parts
+    from countdown_rl.tasks import get_task
+    from countdown_rl.training.warmup import sft_trainer, task_examples
+
+    task = get_task("reasoning_gym", ["datasets=chain_sum"])
+    rows = task_parts(task, 4, 1, 1)["sft"]
+    trainer = sft_trainer(tiny_model_dir, tmp_path / "out", task_examples(task, rows, "chat"), steps=1)
+    tokenizer = trainer.processing_class
+    for row, example in zip(rows, trainer.train_dataset, strict=True):
+        counted = [label != -100 for label in example["labels"]]
+        answer = tokenizer.decode([i for i, c in zip(example["input_ids"], counted, strict=True) if c])
+        assert answer == f"<answer>{row['answer']}</answer><|im_end|>\n" and counted == sorted(counted)
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_quick_run_on_smollm2_on_a_reasoning_gym_dataset(tmp_path, model_cache):
+    """``countdown-rl demo --model_name_or_path smollm2 --task reasoning_gym --task_options datasets=chain_sum
+    --quick`` as a process: every stage, demo_results.json's keys and row counts."""
+    out = tmp_path / "demo"
+    env = {"COUNTDOWN_RL_CACHE": os.environ.get("COUNTDOWN_RL_CACHE", str(model_cache))}
+    code, log = _run(["--model_name_or_path", "smollm2", *RG_OPTIONS, "--quick", "--num_threads", "1",
+                      "--output_dir", str(out)], env)
+    assert code == 0, log[-3000:]
+    results = _check_task_run(out, log, "smollm2")
+    assert read_run_record(out / "grpo").extra["model_source"]["given"] == "smollm2" and results["lora"] is False

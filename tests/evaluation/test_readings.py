@@ -7,8 +7,14 @@ import doctest
 import pytest
 
 from countdown_rl.evaluation import readings
-from countdown_rl.evaluation.readings import (constant_answer, content_correct, content_reading, format_rate,
-                                              paired_content, tag_free_answer)
+from countdown_rl.evaluation.readings import (
+    constant_answer,
+    content_correct,
+    content_reading,
+    format_rate,
+    paired_content,
+    tag_free_answer,
+)
 from countdown_rl.evaluation.scoring import score_samples
 from countdown_rl.generation.sampling import Completion
 from countdown_rl.tasks import get_task
