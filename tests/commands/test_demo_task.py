@@ -48,6 +48,12 @@ def test_a_task_and_its_options_reach_the_config(tiny_model_dir):
     assert (countdown.task, countdown.task_options) == ("countdown", ())
 
 
+def test_several_runs_are_countdowns_only_so_far(tmp_path, capsys):
+    err = _refusal(["--model_name_or_path", "smollm2", "--task", "reasoning_gym", "--task_options",
+                    "datasets=chain_sum", "--seeds", "1", "2"], tmp_path, capsys)
+    assert "--seeds and several --algorithm values combine Countdown's runs only, not --task reasoning_gym's" in err
+
+
 def test_several_runs_pass_the_task_on(tmp_path):
     parser = demo_cli.build_parser()
     args = parser.parse_args(["--seeds", "1", "2", "--task", "reasoning_gym", "--task_options", "datasets=chain_sum:1,lcm:1",
