@@ -430,7 +430,8 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
 
 
 def _labels(config: DemoConfig, global_step: int) -> tuple[str, str, str]:
-    return "base model (zero-shot)", "after SFT warm-up", f"after {display_name(config.algorithm)} ({global_step} steps)"
+    trained = f"after {display_name(config.algorithm)} ({global_step} steps)"
+    return "base model (zero-shot)", "after SFT warm-up", trained
 
 
 def _stage_seconds(timings: Mapping[str, float]) -> tuple[float, float, float]:
@@ -496,7 +497,8 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, com
                      zip(("base", "sft", "trained"), (base_results, sft_results, final_results), strict=True)
                      if len(results) > 1},
         "table": table, "transfer_table": transfer_table,
-        "paths": {**common["paths"], "transfer": str(out / TRANSFER_DIR), "final_transfer": str(run_dir / TRANSFER_DIR)},
+        "paths": {**common["paths"], "transfer": str(out / TRANSFER_DIR),
+                  "final_transfer": str(run_dir / TRANSFER_DIR)},
     }
     write_json_atomic(run_dir / RESULTS_FILE, results)  # per run: GRPO and Dr.GRPO share out's first stages
     print_header(f"results (strict Countdown accuracy, greedy, held-out puzzles; trained {placement_line(placement)})")

@@ -506,9 +506,8 @@ def evaluate_stage(
     task_options: Sequence[str] = (),
 ) -> list:
     """``task``'s evaluation (a task, or its name; strict Countdown by default) at each budget (one generation at the
-    largest, cut to each), greedy unless
-    ``temperature`` > 0 (``num_samples`` a puzzle, seeded by ``seed``: pass@k); writes
-    eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
+    largest, cut to each), greedy unless ``temperature`` > 0 (``num_samples`` a puzzle, seeded by ``seed``:
+    pass@k); writes eval.json / eval.md / samples.jsonl to ``out_dir`` when given. ``model`` is a model object with its
     ``tokenizer``, a saved model folder (``tokenizer`` None; loaded onto ``device``), or with ``backend="vllm"`` a
     ``vllm.LLM``. ``task_options``: the options ``task`` was made with, for the files' meta.
     Returns one ``BudgetResult`` per budget, in order.
@@ -546,8 +545,9 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
     ``num_eval`` held-out ones in ``test.jsonl``).
 
     One rollout per optimizer step (``prompts_per_step`` prompts x ``num_generations`` samples), ``config.task``'s
-    default reward (``countdown`` for Countdown) unless ``reward_funcs`` names others, a constant rate after ``warmup_steps`` 0, atomic checkpoints every ``save_steps`` (the newest two kept),
-    the first ``in_training_eval`` held-out puzzles scored greedily every ``eval_steps`` (the report's curve).
+    default reward (``countdown`` for Countdown) unless ``reward_funcs`` names others, a constant rate after
+    ``warmup_steps`` 0, atomic checkpoints every ``save_steps`` (the newest two kept), the first
+    ``in_training_eval`` held-out puzzles scored greedily every ``eval_steps`` (the report's curve).
     ``generation`` adds the rollouts' keys (e.g. ``use_vllm``, ``vllm_mode``, ``generation_backend``); ``config.lora``
     trains an adapter (merged into ``run_dir/merged``); ``final_eval`` False leaves the final evaluation to the
     caller. ``budget_schedule`` (``[[start_step, budget], ...]``, largest budget ``max_completion_length``) is the

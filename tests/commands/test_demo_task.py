@@ -56,9 +56,8 @@ def test_several_runs_are_countdowns_only_so_far(tmp_path, capsys):
 
 def test_several_runs_pass_the_task_on(tmp_path):
     parser = demo_cli.build_parser()
-    args = parser.parse_args(["--seeds", "1", "2", "--task", "reasoning_gym", "--task_options", "datasets=chain_sum:1,lcm:1",
-                              "timeout_seconds=5"])
+    options = ["datasets=chain_sum:1,lcm:1", "timeout_seconds=5"]
+    args = parser.parse_args(["--seeds", "1", "2", "--task", "reasoning_gym", "--task_options", *options])
     argv = demo_cli.child_argv(parser, args, seed=1)
     assert argv[argv.index("--task") + 1] == "reasoning_gym"
-    assert argv[argv.index("--task_options") + 1: argv.index("--task_options") + 3] == ["datasets=chain_sum:1,lcm:1",
-                                                                                  "timeout_seconds=5"]
+    assert argv[argv.index("--task_options") + 1: argv.index("--task_options") + 3] == options
