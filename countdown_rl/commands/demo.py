@@ -176,8 +176,8 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         raise ValueError("several runs (--seeds, or several --algorithm values) are run by main, one config each")
     overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm[0], "seed": args.seed,
                                  "trace": args.trace, "resume": args.resume}
-    if args.task != DEFAULT_TASK:
-        overrides.update(task=args.task, task_options=tuple(args.task_options))
+    if args.task != DEFAULT_TASK:  # no reference puzzles: they are Countdown's
+        overrides.update(task=args.task, task_options=tuple(args.task_options), num_transfer=0, transfer_budgets=())
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
     if args.max_steps is not None:

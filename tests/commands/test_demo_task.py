@@ -44,6 +44,7 @@ def test_a_task_and_its_options_reach_the_config(tiny_model_dir):
                                                "reasoning_gym", "--task_options", "datasets=chain_sum"])
     config = demo_cli.config_from_args(args)
     assert (config.task, config.task_options) == ("reasoning_gym", ("datasets=chain_sum",))
+    assert (config.num_transfer, config.transfer_budgets) == (0, ())  # the reference puzzles are Countdown's
     countdown = demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--quick"]))
     assert (countdown.task, countdown.task_options) == ("countdown", ())
 
