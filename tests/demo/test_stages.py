@@ -490,3 +490,12 @@ def test_a_config_recorded_before_the_renames_is_the_same_config():
     old_names = {"max_steps": "grpo_steps", "model_name_or_path": "model", "prompt_template": "template"}
     recorded = {old_names.get(key, key): value for key, value in current.items()}
     assert set(old_names.values()) <= set(recorded) and demo.with_current_field_names(recorded) == current
+
+
+def test_a_config_recorded_before_the_task_fields_is_the_same_countdown_config():
+    import json
+    from dataclasses import asdict
+
+    current = json.loads(json.dumps(asdict(demo.DemoConfig())))  # as a record holds it
+    recorded = {key: value for key, value in current.items() if key not in ("task", "task_options")}
+    assert demo.with_current_field_names(recorded) == current
