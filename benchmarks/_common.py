@@ -68,9 +68,9 @@ def quiet_hf() -> None:
     datasets.disable_progress_bars()
 
 
-# The RL stage's sampling these studies' figures were measured with (benchmarks/results/): temperature 0.7, one generation
-# round a step, where the demo's own default is dynamic sampling at 0.3; kept so that their figures still reproduce
-# by their commands.
+# The RL stage's sampling these studies' figures were measured with (benchmarks/results/): temperature 0.7, one
+# generation round a step, where the demo's own default is dynamic sampling at 0.3; kept so that their figures still
+# reproduce by their commands.
 MEASURED_SAMPLING = {"temperature": 0.7, "dynamic_sampling": False}
 
 

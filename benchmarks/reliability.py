@@ -1,4 +1,5 @@
-"""Reliability of long runs, measured with real processes and real signals: prints the table for benchmarks/results/reliability.md.
+"""Reliability of long runs, measured with real processes and real signals: prints the table for
+benchmarks/results/reliability.md.
 
 Usage: python benchmarks/reliability.py [--out reliability.json] [--skip-invocations]
 

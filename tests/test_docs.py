@@ -200,8 +200,8 @@ def test_every_figure_in_the_readme_results_table_links_to_the_section_that_meas
 
 
 def test_the_demo_time_is_one_figure_in_the_readme_the_docs_and_the_help():
-    """The minutes a newcomer is told the demo takes: the README, docs/demo.md, ``countdown-rl --help`` and ``countdown-rl
-    demo --help`` say the same."""
+    """The minutes a newcomer is told the demo takes: the README, docs/demo.md, ``countdown-rl --help`` and
+    ``countdown-rl demo --help`` say the same."""
     said = {}
     for path in (ROOT / "README.md", ROOT / "docs" / "demo.md", ROOT / "countdown_rl" / "cli.py",
                  ROOT / "countdown_rl" / "commands" / "demo.py"):

@@ -121,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
     p.add_argument("--device", choices=DEVICES, default=d.device,
                    help="where every stage runs: auto (a CUDA GPU when there is one: bf16 and GPU-sized steps; else "
-                   "the CPU: the tiny model in fp32, a real model in bf16 only where the CPU has bf16 kernels), cuda or "
-                   "cpu (default auto; the GPU setting has not been measured yet)")
+                   "the CPU: the tiny model in fp32, a real model in bf16 only where the CPU has bf16 kernels), "
+                   "cuda or cpu (default auto; the GPU setting has not been measured yet)")
     return p
 
 

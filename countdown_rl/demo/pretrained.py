@@ -39,7 +39,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
@@ -97,13 +96,13 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
     On the balanced default pool (benchmarks/results/archive.md, "SmolLM2-135M-Instruct on balanced puzzles"; stale:
     measured when the pool held the blind-rule cap as a whole, not on each part) these settings did not teach the
     task: SFT 6.0%, below the best target-blind rule (8.7%), GRPO 9.7%, at seed 0.
-    Chosen on the expression pools (benchmarks/results/archive.md, "SmolLM2-135M-Instruct through the demo: GRPO and Dr.GRPO at seeds 0
-    and 1"): the whole run takes 41 minutes on 2 CPU cores; RL gains >= 5 points at seed 1 (GRPO +9.3, Dr.GRPO +10.0),
-    not at seed 0 (+0.3, -2.3), because what it learns in that time is to add all the numbers. Chosen by the
-    trials there: RL at 1e-5 (5e-5 collapsed: -12 points; 2e-5 moved -3.7 to +2.0), 4 prompts x 8 samples at
-    temperature 0.7 under bf16 autocast, 40 steps; the zero-advantage completions skip the training passes (the
-    same update, about half the step) and truncated completions add no loss (against the length collapse seen at
-    5e-5); no KL anchor (beta 0.04 gained +1.0 at seed 0 and doubled the step).
+    Chosen on the expression pools (benchmarks/results/archive.md, "SmolLM2-135M-Instruct through the demo: GRPO and
+    Dr.GRPO at seeds 0 and 1"): the whole run takes 41 minutes on 2 CPU cores; RL gains >= 5 points at seed 1 (GRPO
+    +9.3, Dr.GRPO +10.0), not at seed 0 (+0.3, -2.3), because what it learns in that time is to add all the numbers.
+    Chosen by the trials there: RL at 1e-5 (5e-5 collapsed: -12 points; 2e-5 moved -3.7 to +2.0), 4 prompts x 8
+    samples at temperature 0.7 under bf16 autocast, 40 steps; the zero-advantage completions skip the training
+    passes (the same update, about half the step) and truncated completions add no loss (against the length collapse
+    seen at 5e-5); no KL anchor (beta 0.04 gained +1.0 at seed 0 and doubled the step).
 
     ``device="cuda"`` (not ``quick``) sizes it for one GPU (:data:`GPU_SIZED`). bf16 is what the demo wants; where
     it runs on a CPU without bf16 kernels, :func:`countdown_rl.demo.stages.placed` turns it off (and says so).
@@ -166,7 +165,8 @@ def choose_backends(model_dir: str, quick: bool = False, device: str = "cpu") ->
 
     ``compiled`` because on the CPU, under the demo's bf16 autocast, it generated SmolLM2's rollout batch in 0.80x
     plain ``generate``'s time after a first compile of 22-42 s a batch shape (``benchmarks/rollout_backends.py
-    --model smollm2``; benchmarks/results/real-model.md): 40 steps repay it. ``quick`` (2 steps) does not: plain ``generate``.
+    --model smollm2``; benchmarks/results/real-model.md): 40 steps repay it. ``quick`` (2 steps) does not: plain
+    ``generate``.
     For the same reason ``quick`` on the CPU leaves vLLM out where it runs the model (the reason says so): an engine
     start per stage, and weight syncs into it, do not repay 2 steps and 8 held-out puzzles; its OpenMP threads also
     slow to a crawl beside other busy processes (the SmolLM2 quick run's 2-step RL stage took 14 minutes beside
@@ -425,8 +425,8 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     common = _common_results(config, out, run_dir, held_out, timings, backend, evaluator.backend, global_step,
                              placement, dataset, rows.task.columns)
     if config.task == "countdown":
-        return _results(config, out, run_dir, base_results, sft_results, final_results, common)
-    return _task_results(config, rows, out, run_dir, common)
+        return _results(config, out, run_dir, base_results, sft_results, final_results, held_out, common)
+    return _task_results(config, rows, out, run_dir, held_out, common)
 
 
 def _labels(config: DemoConfig, global_step: int) -> tuple[str, str, str]:
@@ -469,13 +469,12 @@ def _summary(config: DemoConfig, results: Mapping[str, Any], what: str) -> str:
             f"{results['timings']['total_s'] / 60:.1f} min")
 
 
-def _results(config, out, run_dir, base_results, sft_results, final_results, common) -> dict[str, Any]:
+def _results(config, out, run_dir, base_results, sft_results, final_results, held_out, common) -> dict[str, Any]:
     from countdown_rl.files import format_percent, render_markdown_table
 
     global_step, placement = common["global_step"], common["precision"]
     labels = _labels(config, global_step)
     seconds = _stage_seconds(common["timings"])
-    held_out = [results[0][0] for results in (base_results, sft_results, final_results)]
     blinds = [blind_rule_of(d) for d in (out / BASE_EVAL_DIR, out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR)]
     table = render_markdown_table(
         ["model", "accuracy", "correct / partial / failed", beyond_header(blinds[0]), *TOKEN_HEADERS, "stage time"],
@@ -510,7 +509,8 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, com
     return results
 
 
-def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, common) -> dict[str, Any]:
+def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, held_out: Sequence[Any],
+                  common: Mapping[str, Any]) -> dict[str, Any]:
     """Another task's table and results: beside the strict accuracy (the answer in tags, the task's scorer), each
     model's format rate and its accuracy read without the tags (:mod:`countdown_rl.evaluation.readings`), with the
     same gain and McNemar test, and the most common gold answer's accuracy (the blind baseline)."""
@@ -532,12 +532,11 @@ def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, 
          *TOKEN_HEADERS, "stage time"],
         [[f"best constant answer ({shown})", format_percent(constant["accuracy"]), "—",
           format_percent(constant["accuracy"]), "—", "—", "—", "—"]]
-        + [[label, format_percent(common[key]["accuracy"]), format_percent(formats[key]),
-            format_percent(content[key]["accuracy"]),
-            f"{common[key]['correct']} / {common[key]['partial']} / {common[key]['failed']}",
-            *token_cells(SimpleNamespace(**common[key])), _minutes(seconds)]
-           for label, key, seconds in zip(_labels(config, common["global_step"]), models,
-                                          _stage_seconds(common["timings"]), strict=True)])
+        + [[label, format_percent(result.accuracy), format_percent(formats[key]),
+            format_percent(content[key]["accuracy"]), f"{result.correct} / {result.partial} / {result.failed}",
+            *token_cells(result), _minutes(seconds)]
+           for label, key, result, seconds in zip(_labels(config, common["global_step"]), models, held_out,
+                                                  _stage_seconds(common["timings"]), strict=True)])
     results = {**common, "task": config.task, "task_options": list(config.task_options),
                "num_eval_rows": common["base"]["num_rows"], "format_rate": formats, "content": content,
                "constant_answer": constant, "table": table}

@@ -152,8 +152,8 @@ class DemoConfig:
     grpo_learning_rate: float = 1e-4
     # 0.3 with dynamic sampling (below): tuned on seeds 0-2, then run on seeds 13-15 chosen in advance, GRPO gained
     # +6.0 to +12.0 points (p < 0.05 at each) where temperature 0.7 without it gained +0.3 at seed 13; paired on the
-    # same puzzles over those six seeds, 3.4 points more on average, pass@16 kept (benchmarks/results/demo.md, "Dynamic sampling at
-    # temperature 0.3 on seeds 13, 14 and 15")
+    # same puzzles over those six seeds, 3.4 points more on average, pass@16 kept (benchmarks/results/demo.md,
+    # "Dynamic sampling at temperature 0.3 on seeds 13, 14 and 15")
     temperature: float = 0.3
     beta: float = 0.0
     max_completion_length: int = 48
