@@ -111,8 +111,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "--model_name_or_path any task with an offline generator and demonstrations (e.g. reasoning_gym, "
                    "format_copy): its generated rows, a format warm-up on its reference answers, then RL")
     p.add_argument("--task_options", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="the task's options, as train and eval take them (reasoning_gym needs datasets=NAME or a "
-                   "mixture NAME:WEIGHT,...)")
+                   help="the task's options, as train and eval take them (default: the demo's measured setting where "
+                   "the task has one: reasoning_gym's mixture, docs/demo.md)")
+    p.add_argument("--transfer_options", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="with another task: the options of a transfer setting (e.g. a harder level), whose rows are "
+                   "kept out of training and scored by every model, with a paired test of RL against SFT (default: "
+                   "the default setting's transfer setting; none with --task_options of your own)")
+    p.add_argument("--learning_rate", type=float,
+                   help=f"RL's learning rate (default {d.grpo_learning_rate:g}; the real-model demo's differ, "
+                   "docs/demo.md)")
+    p.add_argument("--prompts_per_step", type=int, help=f"RL prompts a step (default {d.prompts_per_step})")
+    p.add_argument("--num_generations", type=int,
+                   help=f"RL samples a prompt, the group its advantages compare (default {d.num_generations})")
     p.add_argument("--lora", action="store_true",
                    help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model")
     p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (a few minutes; no "
@@ -130,13 +140,15 @@ def check_task_args(args: argparse.Namespace) -> None:
     """One line (ValueError) unless ``--task`` and ``--task_options`` make a demo: Countdown takes no options (its
     puzzles: ``--sampling``); another task needs ``--model_name_or_path`` (the tiny demo is Countdown's), leaves
     Countdown's own flags at their defaults and passes :func:`countdown_rl.demo.task_rows.check_demo_task`."""
-    from countdown_rl.demo.task_rows import check_demo_task
+    from countdown_rl.demo.task_rows import check_demo_task, demo_options
     from countdown_rl.tasks import get_task
 
     if args.task == DEFAULT_TASK:
         get_task(args.task, args.task_options)  # an option Countdown does not take: its own one line
         if args.task_options:
             raise ValueError("--task_options: the demo's Countdown puzzles take none (their shape: --sampling)")
+        if args.transfer_options is not None:
+            raise ValueError("--transfer_options: another task's; Countdown's transfer rows are its reference puzzles")
         return
     if args.model_name_or_path is None:
         raise ValueError(f"--task {args.task} needs --model_name_or_path: the tiny demo is Countdown's")
@@ -144,7 +156,10 @@ def check_task_args(args: argparse.Namespace) -> None:
                                                ("--trace", args.trace != TRACES[0])) if given]
     if countdown_only:
         raise ValueError(f"{', '.join(countdown_only)}: Countdown's, not --task {args.task}'s")
-    check_demo_task(args.task, args.task_options)
+    options, transfer = demo_options(args.task, args.task_options, args.transfer_options)
+    check_demo_task(args.task, options)
+    if transfer:
+        check_demo_task(args.task, transfer)
 
 
 def config_from_args(args: argparse.Namespace) -> DemoConfig:
@@ -167,7 +182,8 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the demo runs offline: a Hub id must be in the cache
         check_demo_model(args.model_name_or_path)  # before anything loads
-        config = pretrained_config(args.model_name_or_path, quick=args.quick, lora=args.lora, device=device)
+        config = pretrained_config(args.model_name_or_path, quick=args.quick, task=args.task, lora=args.lora,
+                                   device=device)
     elif args.quick:
         config = quick_config(device=device)
     else:  # the full demo: sized for the GPU where it runs on one
@@ -176,8 +192,20 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         raise ValueError("several runs (--seeds, or several --algorithm values) are run by main, one config each")
     overrides: dict[str, Any] = {"output_dir": args.output_dir, "algorithm": args.algorithm[0], "seed": args.seed,
                                  "trace": args.trace, "resume": args.resume}
-    if args.task != DEFAULT_TASK:  # no reference puzzles: they are Countdown's
-        overrides.update(task=args.task, task_options=tuple(args.task_options), num_transfer=0, transfer_budgets=())
+    if args.task != DEFAULT_TASK:  # the given options, or the task's default setting and its transfer setting
+        from countdown_rl.demo.task_rows import demo_options
+
+        options, transfer = demo_options(args.task, args.task_options, args.transfer_options)
+        overrides.update(task=args.task, task_options=options, transfer_options=transfer)
+    for flag, key in (("learning_rate", "grpo_learning_rate"), ("prompts_per_step", "prompts_per_step"),
+                      ("num_generations", "num_generations")):
+        value = getattr(args, flag)
+        if value is not None:
+            if not value > 0:
+                raise ValueError(f"--{flag} must be positive, got {value:g}")
+            overrides[key] = value
+    if overrides.get("num_generations", 2) < 2:
+        raise ValueError("--num_generations must be at least 2: a group of one has no advantage to compare")
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
     if args.max_steps is not None:
@@ -278,8 +306,10 @@ def run_several(parser: argparse.ArgumentParser, args: argparse.Namespace, argv:
         return fail(PROG, err)
     combined = several.combine(runs)
     table = several.write_combined(args.output_dir, combined)
-    print(f"\n== {len(combined['runs'])} of {len(runs)} runs (strict Countdown accuracy, greedy, held-out puzzles; "
-          f"the same puzzles before and after in each run) ==\n{combined['table']}")
+    what = ("strict Countdown accuracy, greedy, held-out puzzles; the same puzzles" if args.task == DEFAULT_TASK else
+            f"{args.task}: the answer in tags, scored by the task, greedy, held-out rows; the same rows")
+    print(f"\n== {len(combined['runs'])} of {len(runs)} runs ({what} before and after in each run) ==\n"
+          f"{combined['table']}")
     if combined["missing"]:
         print(f"no results from: {', '.join(combined['missing'])} (see each seed folder's <algorithm>.log)")
     print(f"files: {table}, {table.with_suffix('.json')}")
@@ -295,9 +325,6 @@ def main(argv: list[str] | None = None, *, own_process: bool | None = None) -> i
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.seeds or len(args.algorithm) > 1:
-        if args.task != DEFAULT_TASK:  # the combined table reads Countdown's results (its blind rule, its puzzles)
-            parser.error(f"--seeds and several --algorithm values combine Countdown's runs only, not --task {args.task}"
-                         "'s; run one seed at a time")
         return run_several(parser, args, argv)
     if args.jobs is not None:
         parser.error("--jobs: only with --seeds or several --algorithm values")

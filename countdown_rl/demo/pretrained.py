@@ -43,8 +43,10 @@ from typing import TYPE_CHECKING, Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.demo.stages import (
+    FINAL_SAMPLED_DIR,
     RESULTS_FILE,
     TOKEN_HEADERS,
+    ZERO_SHOT_SAMPLED_DIR,
     DemoConfig,
     PuzzleSpec,
     beyond_header,
@@ -90,8 +92,9 @@ REFERENCE_PUZZLES = {"min_numbers": 3, "max_numbers": 4, "min_number": 1, "max_n
                      "max_target": 100}
 
 
-def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> DemoConfig:
-    """The real-model demo's settings (``quick``: a few minutes, no gain expected), ``overrides`` on top.
+def pretrained_config(model: str, quick: bool = False, task: str = "countdown", **overrides: Any) -> DemoConfig:
+    """The real-model demo's settings (``quick``: a few minutes, no gain expected) on ``task``, ``overrides`` on top.
+    Another task than Countdown takes :data:`TASK_SIZED` (:data:`TASK_QUICK`) over Countdown's.
 
     On the balanced default pool (benchmarks/results/archive.md, "SmolLM2-135M-Instruct on balanced puzzles"; stale:
     measured when the pool held the blind-rule cap as a whole, not on each part) these settings did not teach the
@@ -131,7 +134,22 @@ def pretrained_config(model: str, quick: bool = False, **overrides: Any) -> Demo
         )
     if not quick and overrides.get("device") == "cuda":
         base = replace(base, **GPU_SIZED)
+    if task != "countdown":
+        sized = TASK_QUICK if quick else TASK_SIZED
+        base = replace(base, task=task, **sized, transfer_budgets=(sized["max_completion_length"],))
     return replace(base, **overrides)
+
+
+# Another task (the format warm-up teaches the answer in tags, with no reasoning written out, so completions are a
+# few tokens): chosen on reasoning-gym's default mixture with SmolLM2-135M-Instruct on 2 CPU cores
+# (benchmarks/results/real-model.md, "A pretrained model that RL makes better").
+TASK_SIZED = {"puzzles": PuzzleSpec(num_sft=480, num_rl=640, num_eval=400), "sft_steps": 30, "sft_batch_size": 8,
+              "sft_learning_rate": 5e-5, "max_steps": 40, "prompts_per_step": 8, "num_generations": 8,
+              "grpo_learning_rate": 1e-5, "temperature": 1.0, "dynamic_sampling": True, "max_completion_length": 48,
+              "sft_bf16": True, "pass_k": 4, "num_transfer": 300, "save_steps": 10, "eval_steps": 20, "in_training_eval": 64,
+              "eval_batch_size": 256}
+TASK_QUICK = {"puzzles": PuzzleSpec(num_sft=32, num_rl=16, num_eval=4), "max_completion_length": 32, "pass_k": 2,
+              "num_transfer": 2, "dynamic_sampling": False}
 
 
 # The real-model demo on one GPU. Not yet measured on a GPU: chosen from the CPU trials (benchmarks/results/archive.md,
@@ -204,8 +222,9 @@ def rollout_keys(backend: str) -> dict[str, Any]:
 
 @dataclass
 class DemoRows:
-    """What every stage reads: the task, its three parts (``sft``, ``rl``, ``eval``), the reference puzzles
-    (Countdown's; none for another task), the rows' description, and what the SFT stage learns and records."""
+    """What every stage reads: the task, its three parts (``sft``, ``rl``, ``eval``), the transfer rows (Countdown's
+    reference puzzles, or another task's transfer setting; none when there is none) and the task that scores them,
+    the rows' description, and what the SFT stage learns and records."""
 
     task: Task
     parts: dict[str, list[dict[str, Any]]]
@@ -214,13 +233,15 @@ class DemoRows:
     sft_what: str
     sft_record: dict[str, Any]
     base_record: dict[str, Any] = field(default_factory=dict)
+    transfer_task: Task | None = None
 
 
 def demo_rows(config: DemoConfig) -> DemoRows:
     """Countdown: the tiny demo's pool and split, the reference puzzles, solver traces to learn. Another task: its
     generated rows cut in three (:func:`countdown_rl.demo.task_rows.task_parts`), its demonstrations (the reference
-    answer in ``<answer>`` tags) to learn; its name and options in the records."""
-    from countdown_rl.demo.task_rows import check_demo_task, describe_task, task_parts
+    answer in ``<answer>`` tags) to learn, and ``num_transfer`` rows of its transfer setting
+    (``config.transfer_options``; none without); its name and options in the records."""
+    from countdown_rl.demo.task_rows import check_demo_task, describe_task, task_parts, transfer_rows
 
     if config.task == "countdown":
         puzzles = demo_puzzles(config.puzzles, config.seed)
@@ -230,8 +251,15 @@ def demo_rows(config: DemoConfig) -> DemoRows:
     spec = config.puzzles
     parts = task_parts(task, spec.num_sft, spec.num_rl, spec.num_eval, config.seed)
     named = {"task": config.task, "task_options": list(config.task_options)}
-    return DemoRows(task, parts, [], describe_task(task, config.task_options), "reference answers",
-                    {"examples": "demonstrations", **named}, named)
+    transfer, transfer_task = [], None
+    if config.transfer_options and config.num_transfer > 0 and config.transfer_budgets:
+        transfer_task = check_demo_task(config.task, config.transfer_options)
+        # another seed than the parts', and no problem any part holds (the held-out ones are scored apart)
+        transfer = transfer_rows(transfer_task, config.num_transfer, config.seed + 7919,
+                                 [row for rows in parts.values() for row in rows])
+        named["transfer_options"] = list(config.transfer_options)
+    return DemoRows(task, parts, transfer, describe_task(task, config.task_options), "reference answers",
+                    {"examples": "demonstrations", **named}, named, transfer_task)
 
 
 def sft_stage(config: DemoConfig, rows: DemoRows, base_dir: Path, sft_dir: Path) -> None:
@@ -259,40 +287,64 @@ def _transfer_puzzles(config: DemoConfig, trained_on: Sequence[Mapping[str, Any]
     return unseen_puzzles(config.num_transfer, config.seed + 7919, REFERENCE_PUZZLES, trained_on)
 
 
+@dataclass
+class EvalJob:
+    """One evaluation of a model: ``rows`` at ``budgets`` into ``out_dir``, scored by ``task`` (made with
+    ``options``; None: the demo's task); greedy, or ``samples`` a row at ``temperature`` (pass@k)."""
+
+    out_dir: Path
+    rows: Sequence[Mapping[str, Any]]
+    budgets: Sequence[int]
+    task: Task | None = None
+    options: Sequence[str] | None = None
+    samples: int = 1
+    temperature: float = 0.0
+
+    def stage(self, stage: Mapping[str, Any]) -> dict[str, Any]:
+        """The stage record its files carry (a sampled evaluation's names its sampling)."""
+        return dict(stage) if self.samples == 1 else {**stage, "samples": self.samples,
+                                                      "temperature": self.temperature}
+
+
 class _Evaluator:
-    """Greedy evaluations of a saved model: through one eager vLLM engine when vLLM is installed, else transformers
+    """Evaluations of a saved model: through one eager vLLM engine when vLLM is installed, else transformers
     ``generate``; reused (with ``resume``) when the folder holds an evaluation of the same stage at the same
     budgets."""
 
     def __init__(self, config: DemoConfig, backend: str, task: Task):
         self.config, self.backend, self.task = config, backend, task
 
-    def reusable(self, out_dir: Path, stage: Mapping[str, Any], budgets: Sequence[int]) -> bool:
-        previous = read_json_or_none(out_dir / EVAL_JSON)
+    def reusable(self, job: EvalJob, stage: Mapping[str, Any]) -> bool:
+        previous = read_json_or_none(job.out_dir / EVAL_JSON)
         return (self.config.resume and isinstance(previous, dict)
-                and previous.get("meta", {}).get("demo_stage") == stage
-                and [r.get("max_tokens") for r in previous.get("results", [])] == sorted(budgets))
+                and previous.get("meta", {}).get("demo_stage") == job.stage(stage)
+                and [r.get("max_tokens") for r in previous.get("results", [])] == sorted(job.budgets))
 
-    def evaluate(self, model_dir: Path, jobs: Sequence[tuple[Path, Sequence[Mapping[str, Any]], Sequence[int]]],
-                 stage: Mapping[str, Any], dataset: str) -> list[list]:
-        """Evaluate ``model_dir`` on each ``(out_dir, rows, budgets)``; one engine serves them all."""
+    def evaluate(self, model_dir: Path, jobs: Mapping[str, EvalJob], stage: Mapping[str, Any],
+                 dataset: str) -> dict[str, list]:
+        """Evaluate ``model_dir`` on each job; one engine serves them all. Returns each job's results (one per
+        budget) under its name."""
         from countdown_rl.evaluation.eval_files import read_eval
 
-        todo = [job for job in jobs if not self.reusable(job[0], stage, job[2])]
+        todo = {name for name, job in jobs.items() if not self.reusable(job, stage)}
         engine = self._engine(model_dir) if todo and self.backend == "vllm" else None
-        results = []
-        for out_dir, rows, budgets in jobs:
-            if (out_dir, rows, budgets) not in todo:
-                print(f"reusing {out_dir}", flush=True)
-                results.append(read_eval(out_dir)["results"])
+        results = {}
+        for name, job in jobs.items():
+            if name not in todo:
+                print(f"reusing {job.out_dir}", flush=True)
+                results[name] = read_eval(job.out_dir)["results"]
                 continue
-            meta = {"model": str(model_dir), "dataset": dataset, "stage": stage["stage"], "demo_stage": dict(stage)}
+            job_stage = job.stage(stage)
+            meta = {"model": str(model_dir), "dataset": dataset, "stage": stage["stage"], "demo_stage": job_stage}
+            sampling = ({"temperature": job.temperature, "num_samples": job.samples, "seed": self.config.seed}
+                        if job.samples > 1 else {})
             model = engine if engine is not None else str(model_dir)
-            results.append(evaluate_stage(model, None, rows, budgets=budgets, out_dir=out_dir, meta=meta,
-                                          batch_size=self.config.eval_batch_size, template=self.config.prompt_template,
-                                          backend=self.backend, show_progress=not self.config.quick,
-                                          device=self.config.device, task=self.task,
-                                          task_options=self.config.task_options))
+            results[name] = evaluate_stage(
+                model, None, job.rows, budgets=job.budgets, out_dir=job.out_dir, meta=meta,
+                batch_size=self.config.eval_batch_size * job.samples,  # as many prompts a batch
+                template=self.config.prompt_template, backend=self.backend, show_progress=not self.config.quick,
+                device=self.config.device, task=job.task or self.task,
+                task_options=self.config.task_options if job.options is None else job.options, **sampling)
         del engine
         gc.collect()
         return results
@@ -348,18 +400,23 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     timings["model_s"] = time.time() - t
 
     parts, transfer, dataset = rows.parts, rows.transfer, rows.dataset
-    reference = (f"; {len(transfer)} reference puzzles (3-4 numbers up to 99) at {list(config.transfer_budgets)} "
-                 "tokens") if transfer else ""
+    kept_out = ("reference puzzles (3-4 numbers up to 99)" if config.task == "countdown" else
+                f"rows of the transfer setting ({' '.join(config.transfer_options)})")
+    reference = f"; {len(transfer)} {kept_out} at {list(config.transfer_budgets)} tokens" if transfer else ""
     print(f"{dataset}: {len(parts['sft'])} for SFT, {len(parts['rl'])} for RL, {len(parts['eval'])} held "
           f"out{reference}; evaluations through {evaluator.backend}, rollouts through {backend}"
           + (f" ({why_not_vllm})" if why_not_vllm else ""))
     print(placement_line(placement), flush=True)
     budgets_of = {"held_out": [budget], "transfer": sorted(config.transfer_budgets)}
 
-    def jobs(eval_dir: Path, transfer_dir: Path) -> list:
-        todo = [(eval_dir, parts["eval"], budgets_of["held_out"])]
+    def jobs(eval_dir: Path, transfer_dir: Path, sampled_dir: Path | None = None) -> dict[str, EvalJob]:
+        todo = {"held_out": EvalJob(eval_dir, parts["eval"], budgets_of["held_out"])}
         if transfer and config.transfer_budgets:
-            todo.append((transfer_dir, transfer, budgets_of["transfer"]))
+            todo["transfer"] = EvalJob(transfer_dir, transfer, budgets_of["transfer"], rows.transfer_task,
+                                       config.transfer_options if rows.transfer_task else None)
+        if sampled_dir is not None and config.pass_k:  # pass@1 / pass@k of the SFT and RL models
+            todo["sampled"] = EvalJob(sampled_dir, parts["eval"], budgets_of["held_out"], samples=config.pass_k,
+                                      temperature=config.pass_temperature)
         return todo
 
     # Base model: zero-shot.
@@ -388,8 +445,8 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     timings["sft_s"] = time.time() - t
     t = time.time()
     print_header(f"after SFT: greedy, {budget} tokens -> {out / ZERO_SHOT_DIR}")
-    sft_results = evaluator.evaluate(sft_dir, jobs(out / ZERO_SHOT_DIR, out / TRANSFER_DIR / "sft"),
-                                     sft_record, dataset)
+    sft_results = evaluator.evaluate(sft_dir, jobs(out / ZERO_SHOT_DIR, out / TRANSFER_DIR / "sft",
+                                                   out / ZERO_SHOT_SAMPLED_DIR), sft_record, dataset)
     timings["sft_eval_s"] = time.time() - t
 
     # RL.
@@ -416,17 +473,18 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     final_record = {"stage": "final", "sft": sft_record, "algorithm": config.algorithm, "steps": global_step}
     print_header(f"after {name}: same {'puzzles' if config.task == 'countdown' else 'rows'} and settings -> "
                  f"{run_dir / FINAL_EVAL_DIR}")
-    final_results = evaluator.evaluate(final_dir, jobs(run_dir / FINAL_EVAL_DIR, run_dir / TRANSFER_DIR),
-                                       final_record, dataset)
+    final_results = evaluator.evaluate(final_dir, jobs(run_dir / FINAL_EVAL_DIR, run_dir / TRANSFER_DIR,
+                                                       run_dir / FINAL_SAMPLED_DIR), final_record, dataset)
     shutil.copytree(out / ZERO_SHOT_DIR, run_dir / ZERO_SHOT_DIR, dirs_exist_ok=True)
     timings["final_eval_s"] = time.time() - t
     timings["total_s"] = time.time() - started
-    held_out = [results[0][0] for results in (base_results, sft_results, final_results)]
-    common = _common_results(config, out, run_dir, held_out, timings, backend, evaluator.backend, global_step,
-                             placement, dataset, rows.task.columns)
+    held_out = [results["held_out"][0] for results in (base_results, sft_results, final_results)]
+    sampled = [results["sampled"][0] if "sampled" in results else None for results in (sft_results, final_results)]
+    common = _common_results(config, out, run_dir, held_out, sampled, timings, backend, evaluator.backend,
+                             global_step, placement, dataset, rows.task.columns)
     if config.task == "countdown":
         return _results(config, out, run_dir, base_results, sft_results, final_results, held_out, common)
-    return _task_results(config, rows, out, run_dir, held_out, common)
+    return _task_results(config, rows, out, run_dir, held_out, common, "transfer" in base_results)
 
 
 def _labels(config: DemoConfig, global_step: int) -> tuple[str, str, str]:
@@ -440,10 +498,11 @@ def _stage_seconds(timings: Mapping[str, float]) -> tuple[float, float, float]:
             timings["rl_s"] + timings["final_eval_s"])
 
 
-def _common_results(config, out, run_dir, held_out, timings, backend, eval_backend, global_step, placement, dataset,
-                    columns) -> dict[str, Any]:
+def _common_results(config, out, run_dir, held_out, sampled, timings, backend, eval_backend, global_step, placement,
+                    dataset, columns) -> dict[str, Any]:
     """What ``demo_results.json`` holds on any task: the three models' held-out results, the RL gain over SFT and its
-    exact McNemar test, the backends, the timings, the paths and the settings."""
+    exact McNemar test, the SFT and RL models' sampled results (pass@1 / pass@k; None without ``pass_k``), the
+    backends, the timings, the paths and the settings."""
     return {
         "command": "countdown-rl demo", "model": config.model_name_or_path, "algorithm": config.algorithm,
         "lora": config.lora, "max_completion_length": config.max_completion_length, "dataset": dataset,
@@ -452,6 +511,8 @@ def _common_results(config, out, run_dir, held_out, timings, backend, eval_backe
         "gain_points": 100 * (held_out[2].accuracy - held_out[1].accuracy),
         "paired_test": paired_test(out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR, config.max_completion_length,
                                    columns),
+        "sft_sampled": None if sampled[0] is None else sampled[0].to_dict(),
+        "trained_sampled": None if sampled[1] is None else sampled[1].to_dict(),
         "global_step": global_step, "timings": timings, "device": placement["device"], "precision": placement,
         "paths": {"base_eval": str(out / BASE_EVAL_DIR), "sft": str(out / "sft"),
                   "zero_shot": str(out / ZERO_SHOT_DIR), "run": str(run_dir), "eval": str(run_dir / FINAL_EVAL_DIR)},
@@ -481,20 +542,20 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, hel
         blind_row(blinds[0], 7) + [_row(label, result, blind, s) for label, result, blind, s
                                    in zip(labels, held_out, blinds, seconds, strict=True)])
     transfer_table = None
-    if len(base_results) > 1:
+    if "transfer" in base_results:
         transfer_blind = blind_rule_of(out / TRANSFER_DIR / "base")
         blind_cells = ([["best target-blind rule", *(format_percent(transfer_blind["accuracy"])
-                                                      for _ in base_results[1])]] if transfer_blind else [])
+                                                      for _ in base_results["transfer"])]] if transfer_blind else [])
         transfer_table = render_markdown_table(
-            ["model", *(f"reference puzzles, {r.max_tokens} tokens" for r in base_results[1])],
-            blind_cells + [[label, *(format_percent(r.accuracy) for r in results[1])]
+            ["model", *(f"reference puzzles, {r.max_tokens} tokens" for r in base_results["transfer"])],
+            blind_cells + [[label, *(format_percent(r.accuracy) for r in results["transfer"])]
                            for label, results in zip(labels, (base_results, sft_results, final_results), strict=True)])
     results = {
         **common, "num_eval_puzzles": held_out[0].num_rows,
         "blind_rule": blind_rule_by_model(dict(zip(("base", "sft", "trained"), blinds, strict=True))),
-        "transfer": {label: [r.to_dict() for r in results[1]] for label, results in
+        "transfer": {label: [r.to_dict() for r in results["transfer"]] for label, results in
                      zip(("base", "sft", "trained"), (base_results, sft_results, final_results), strict=True)
-                     if len(results) > 1},
+                     if "transfer" in results},
         "table": table, "transfer_table": transfer_table,
         "paths": {**common["paths"], "transfer": str(out / TRANSFER_DIR),
                   "final_transfer": str(run_dir / TRANSFER_DIR)},
@@ -510,10 +571,11 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, hel
 
 
 def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, held_out: Sequence[Any],
-                  common: Mapping[str, Any]) -> dict[str, Any]:
+                  common: Mapping[str, Any], with_transfer: bool) -> dict[str, Any]:
     """Another task's table and results: beside the strict accuracy (the answer in tags, the task's scorer), each
     model's format rate and its accuracy read without the tags (:mod:`countdown_rl.evaluation.readings`), with the
-    same gain and McNemar test, and the most common gold answer's accuracy (the blind baseline)."""
+    same gain and McNemar test, the most common gold answer's accuracy (the blind baseline), pass@1 / pass@k of the
+    SFT and RL models (``pass_k``), and the transfer setting's rows (``with_transfer``) with their own test."""
     from countdown_rl.evaluation.eval_files import read_samples
     from countdown_rl.evaluation.readings import constant_answer, content_reading, format_rate, paired_content
     from countdown_rl.files import format_percent, render_markdown_table
@@ -527,19 +589,28 @@ def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, 
     content["paired_test"] = paired_content(task, samples["sft"], samples["trained"], task.columns)
     constant = constant_answer(task, rows.parts["eval"], config.prompt_template)
     shown = constant["answer"] if len(constant["answer"]) <= 20 else constant["answer"][:17] + "..."
+    k = config.pass_k if common["sft_sampled"] and common["trained_sampled"] else None
+
+    def passes(key: str) -> str:
+        sampled = common.get(f"{key}_sampled")
+        if not k or not sampled:
+            return "—"
+        return f"{format_percent(sampled['pass_at_k'][1])} / {format_percent(sampled['pass_at_k'][k])}"
+
     table = render_markdown_table(
         ["model", "accuracy", "answer format", "accuracy without the tags", "correct / partial / failed",
-         *TOKEN_HEADERS, "stage time"],
+         f"pass@1 / pass@{k or 'k'}", *TOKEN_HEADERS, "stage time"],
         [[f"best constant answer ({shown})", format_percent(constant["accuracy"]), "—",
-          format_percent(constant["accuracy"]), "—", "—", "—", "—"]]
+          format_percent(constant["accuracy"]), "—", "—", "—", "—", "—"]]
         + [[label, format_percent(result.accuracy), format_percent(formats[key]),
             format_percent(content[key]["accuracy"]), f"{result.correct} / {result.partial} / {result.failed}",
-            *token_cells(result), _minutes(seconds)]
+            passes(key), *token_cells(result), _minutes(seconds)]
            for label, key, result, seconds in zip(_labels(config, common["global_step"]), models, held_out,
                                                   _stage_seconds(common["timings"]), strict=True)])
+    transfer = _transfer_setting(config, rows, out, run_dir) if with_transfer else None
     results = {**common, "task": config.task, "task_options": list(config.task_options),
                "num_eval_rows": common["base"]["num_rows"], "format_rate": formats, "content": content,
-               "constant_answer": constant, "table": table}
+               "constant_answer": constant, "pass_k": k, "transfer_setting": transfer, "table": table}
     write_json_atomic(run_dir / RESULTS_FILE, results)
     print_header(f"results ({config.task}, greedy, held-out rows; accuracy: the answer in <answer> tags, scored by "
                  f"the task; trained {placement_line(common['precision'])})")
@@ -550,5 +621,27 @@ def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, 
           f"{100 * content['trained']['accuracy']:.1f}% ({content['gain_points']:+.1f} points; McNemar p = "
           f"{paired['p_value']:.3g}); the most common gold answer ({shown}) scores "
           f"{100 * constant['accuracy']:.1f}%")
+    if transfer is not None:
+        print(f"transfer setting ({' '.join(transfer['options'])}; {transfer['rows']} rows, none trained on): "
+              f"base {format_percent(transfer['base']['accuracy'])}, SFT {format_percent(transfer['sft']['accuracy'])}"
+              f" -> {format_percent(transfer['trained']['accuracy'])} ({transfer['gain_points']:+.1f} points; "
+              f"McNemar p = {transfer['paired_test']['p_value']:.3g})")
     print(f"files: {run_dir / RESULTS_FILE}; report: countdown-rl report {run_dir}")
     return results
+
+
+def _transfer_setting(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path) -> dict[str, Any]:
+    """The transfer setting's results: each model's accuracy on its rows, the RL gain over SFT and its exact McNemar
+    test, and the best constant answer there."""
+    from countdown_rl.evaluation.eval_files import read_eval
+    from countdown_rl.evaluation.readings import constant_answer
+
+    dirs = {"base": out / TRANSFER_DIR / "base", "sft": out / TRANSFER_DIR / "sft", "trained": run_dir / TRANSFER_DIR}
+    budget = config.transfer_budgets[-1]
+    results = {key: next(r for r in read_eval(path)["results"] if r.max_tokens == budget).to_dict()
+               for key, path in dirs.items()}
+    task = rows.transfer_task or rows.task
+    return {"options": list(config.transfer_options), "rows": len(rows.transfer), "max_tokens": budget, **results,
+            "gain_points": 100 * (results["trained"]["accuracy"] - results["sft"]["accuracy"]),
+            "paired_test": paired_test(dirs["sft"], dirs["trained"], budget, task.columns),
+            "constant_answer": constant_answer(task, rows.transfer, config.prompt_template)}

@@ -12,11 +12,14 @@
    ``[seed S algorithm]`` (its Markdown table rows left out: the combined table replaces them). A signal
    (SIGTERM, SIGINT, SIGUSR1) is passed to every process in flight, which saves a checkpoint; rerun the same command
    with ``--resume`` to go on.
-4. :func:`combine` reads each run's ``demo_results.json``: per run the best target-blind rule on its held-out
-   puzzles, the SFT model's and the RL model's accuracy on them, RL - SFT in points and the exact McNemar p-value
-   (:mod:`countdown_rl.evaluation.paired`, as the demo computed it), pass@1 / pass@k, the same on the held-out
-   expression-pool puzzles; per algorithm the mean, sample standard
-   deviation and range over its seeds. Written to ``<output_dir>/seeds.md`` and ``seeds.json``.
+4. :func:`combine` reads each run's ``demo_results.json``, of either shape the demo writes: Countdown's (per run
+   the best target-blind rule on its held-out puzzles, the SFT model's and the RL model's accuracy on them, RL - SFT
+   in points and the exact McNemar p-value (:mod:`countdown_rl.evaluation.paired`, as the demo computed it), pass@1 /
+   pass@k, the same on the held-out expression-pool puzzles) or another task's (``--task``: its held-out rows, the
+   best constant answer in the rule's place, the same accuracies, gain and p-value, then the accuracy read without
+   the answer tags, the answer format rate, pass@1 / pass@k and the setting held out of training). One task per
+   combine: runs of two tasks are refused. Per algorithm the mean, sample standard deviation and range over its
+   seeds. Written to ``<output_dir>/seeds.md`` and ``seeds.json``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ COMBINED_MD = "seeds.md"
 COMBINED_JSON = "seeds.json"
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)  # passed on to every run in flight
 SIGNIFICANCE = 0.05  # the p-value under which a gain counts as significant in the summary
+COUNTDOWN = "countdown"  # the task of a demo_results.json without a "task" key
 
 
 def seed_dir(output_dir: str | Path, seed: int) -> Path:
@@ -245,23 +249,53 @@ def exit_code(codes: Mapping[str, int]) -> int:
 # --------------------------------------------------------------------------------------------------------------
 
 
+def _shown(answer: str) -> str:
+    """A constant answer as the demo's table shows it: cut to 20 characters.
+
+    >>> _shown("42"), _shown("the quick brown fox jumps")
+    ('42', 'the quick brown f...')
+    """
+    return answer if len(answer) <= 20 else answer[:17] + "..."
+
+
+def _paired_reading(result: Mapping[str, Any]) -> dict[str, Any]:
+    """SFT and RL accuracy, RL - SFT in points and the McNemar p-value of a results block that holds them."""
+    return {"sft_accuracy": result["sft"]["accuracy"], "trained_accuracy": result["trained"]["accuracy"],
+            "gain_points": result["gain_points"], "p_value": result["paired_test"]["p_value"]}
+
+
 def _read_results(run: SeedRun) -> dict[str, Any]:
-    """One run's row from its demo_results.json; ValueError naming the file and key when it is not one."""
+    """One run's row from its demo_results.json, Countdown's or another task's (module docstring, 4); ValueError
+    naming the file and key when it is not one. A task's best constant answer takes the blind rule's keys ("rule",
+    "rule_accuracy"), its held-out rows the puzzles'; "content", "format" and "transfer" are None for Countdown."""
     path = run.results_file
     data = json.loads(path.read_text(encoding="utf-8"))
+    task = data.get("task") or COUNTDOWN
     try:
         if data["algorithm"] != run.algorithm or data["config"]["seed"] != run.seed:
             raise ValueError(f"{path}: holds {data['algorithm']} at seed {data['config']['seed']}, not "
                              f"{run.algorithm} at seed {run.seed}")
-        blind = data["blind_rule"]
+        if task == COUNTDOWN:
+            blind, held_out = data["blind_rule"], data["num_eval_puzzles"]
+            rule, rule_accuracy = (blind["rule"], blind["accuracy"]) if blind else (None, None)
+        else:  # the most common gold answer is a task's target-blind baseline
+            constant, held_out = data["constant_answer"], data["num_eval_rows"]
+            rule, rule_accuracy = ((f"constant answer {_shown(constant['answer'])}", constant["accuracy"])
+                                   if constant else (None, None))
         paired = data["paired_test"]
         row = {
-            "seed": run.seed, "algorithm": run.algorithm, "puzzles": data["num_eval_puzzles"],
-            "rule": blind["rule"] if blind else None, "rule_accuracy": blind["accuracy"] if blind else None,
+            "seed": run.seed, "algorithm": run.algorithm, "puzzles": held_out,
+            "rule": rule, "rule_accuracy": rule_accuracy,
             "sft_accuracy": data["sft"]["accuracy"], "trained_accuracy": data["trained"]["accuracy"],
             "gain_points": data["gain_points"], "p_value": paired["p_value"], "only_rl": paired["only_a"],
             "only_sft": paired["only_b"], "steps": data["global_step"], "file": str(path),
         }
+        content = formats = transfer = None
+        if task != COUNTDOWN:
+            content = _paired_reading(data["content"])
+            formats = {"sft": data["format_rate"]["sft"], "trained": data["format_rate"]["trained"]}
+            setting = data.get("transfer_setting")
+            transfer = {"rows": setting["rows"], **_paired_reading(setting)} if setting else None
     except (KeyError, TypeError) as err:
         raise ValueError(f"{path}: not a demo_results.json (missing key {err})") from None
     row["above_rule_points"] = (None if row["rule_accuracy"] is None
@@ -279,7 +313,29 @@ def _read_results(run: SeedRun) -> dict[str, Any]:
         "trained_accuracy": expression["trained"]["accuracy"], "gain_points": expression["gain_points"],
         "p_value": expression["paired_test"]["p_value"],
         "rule_accuracy": expression["blind_rule"]["accuracy"] if expression["blind_rule"] else None}
+    # another task's readings (module docstring, 4); the task's options tell its settings apart
+    row.update(task=task, task_options=list(data.get("task_options") or []), content=content, format=formats,
+               transfer=transfer)
     return row
+
+
+def _task_name(row: Mapping[str, Any]) -> str:
+    """A row's task with its options, as a refusal names it.
+
+    >>> _task_name({"task": "reasoning_gym", "task_options": ["datasets=chain_sum"]})
+    'reasoning_gym (datasets=chain_sum)'
+    """
+    options = row.get("task_options") or []
+    return f"{row.get('task', COUNTDOWN)} ({' '.join(options)})" if options else row.get("task", COUNTDOWN)
+
+
+def _one_task(rows: Sequence[Mapping[str, Any]]) -> None:
+    """ValueError when ``rows`` come from runs of two tasks (or two settings of one): their numbers do not average."""
+    for row in rows[1:]:
+        if _task_name(row) != _task_name(rows[0]):
+            raise ValueError(f"seed {rows[0]['seed']} {rows[0]['algorithm']} ran {_task_name(rows[0])} but seed "
+                             f"{row['seed']} {row['algorithm']} ran {_task_name(row)}: one combined table holds "
+                             f"one task's runs")
 
 
 def spread(values: Sequence[float]) -> dict[str, float | None]:
@@ -313,6 +369,7 @@ def combine(runs: Sequence[SeedRun]) -> dict[str, Any]:
             rows.append(_read_results(run))
         else:
             missing.append(run.label)
+    _one_task(rows)
     summary = {}
     for algorithm in dict.fromkeys(run.algorithm for run in runs):
         mine = [row for row in rows if row["algorithm"] == algorithm]
@@ -331,35 +388,57 @@ def combine(runs: Sequence[SeedRun]) -> dict[str, Any]:
                                      if all(row["pass_k"] for row in mine) else None),
             "expression_gain_points": (spread([row["expression"]["gain_points"] for row in mine])
                                        if all(row["expression"] for row in mine) else None),
+            # another task's: read without the answer tags, and on the setting held out of training
+            "content_gain_points": (spread([row["content"]["gain_points"] for row in mine])
+                                    if all(row.get("content") for row in mine) else None),
+            "transfer_gain_points": (spread([row["transfer"]["gain_points"] for row in mine])
+                                     if all(row.get("transfer") for row in mine) else None),
         }
     return {"runs": rows, "missing": missing, "summary": summary, "table": combined_table(rows, summary)}
 
 
-def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapping[str, Any]]) -> str:
-    """The Markdown table: a row per run, then a row per algorithm with the mean (sd; min to max) over its seeds."""
-    def pct(value):
-        return "—" if value is None else f"{100 * value:.1f}%"
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
 
-    def passes(row):
-        if not row.get("pass_k"):
-            return "—"
-        return (f"{pct(row['sft_pass@1'])} / {pct(row['sft_pass@k'])} -> "
-                f"{pct(row['trained_pass@1'])} / {pct(row['trained_pass@k'])}")
+
+def _passes(row: Mapping[str, Any]) -> str:
+    """The pass@1 / pass@k cell: SFT's -> RL's, "—" without sampled evaluations."""
+    if not row.get("pass_k"):
+        return "—"
+    return (f"{_pct(row['sft_pass@1'])} / {_pct(row['sft_pass@k'])} -> "
+            f"{_pct(row['trained_pass@1'])} / {_pct(row['trained_pass@k'])}")
+
+
+def _pass_k_header(rows: Sequence[Mapping[str, Any]]) -> str:
+    ks = sorted({row["pass_k"] for row in rows if row.get("pass_k")})
+    return f"pass@1 / pass@{'/'.join(map(str, ks)) or 'k'}, SFT -> RL (sampled)"
+
+
+def _points_cell(s: Mapping[str, Any] | None) -> str:
+    """A summary's spread of points as a cell, "—" when not every run has it."""
+    return "—" if s is None else f"{spread_cell(s, signed=True)} points"
+
+
+def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapping[str, Any]]) -> str:
+    """The Markdown table: a row per run, then a row per algorithm with the mean (sd; min to max) over its seeds.
+    Countdown's columns, or another task's (:func:`_task_table`) when the runs are of one."""
+    if rows and rows[0].get("task", COUNTDOWN) != COUNTDOWN:
+        return _task_table(rows, summary)
 
     def expression(row):
         e = row.get("expression")
         if not e:
             return "—"
-        return (f"{pct(e['sft_accuracy'])} -> {pct(e['trained_accuracy'])} ({e['gain_points']:+.1f}, p "
-                f"{e['p_value']:.3g}; rule {pct(e['rule_accuracy'])})")
+        return (f"{_pct(e['sft_accuracy'])} -> {_pct(e['trained_accuracy'])} ({e['gain_points']:+.1f}, p "
+                f"{e['p_value']:.3g}; rule {_pct(e['rule_accuracy'])})")
 
     table = []
     for row in rows:
-        rule = "—" if row["rule"] is None else f"{pct(row['rule_accuracy'])} ({row['rule']})"
+        rule = "—" if row["rule"] is None else f"{_pct(row['rule_accuracy'])} ({row['rule']})"
         above = "—" if row["above_rule_points"] is None else f"{row['above_rule_points']:+.1f}"
         table.append([str(row["seed"]), display_name(row["algorithm"]), str(row["puzzles"]), rule,
-                      pct(row["sft_accuracy"]), pct(row["trained_accuracy"]), f"{row['gain_points']:+.1f}",
-                      f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above, passes(row),
+                      _pct(row["sft_accuracy"]), _pct(row["trained_accuracy"]), f"{row['gain_points']:+.1f}",
+                      f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", above, _passes(row),
                       expression(row)])
     for algorithm, s in summary.items():
         above = "—" if s["above_rule_points"] is None else spread_cell(s["above_rule_points"], signed=True)
@@ -369,14 +448,47 @@ def combined_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapp
                       spread_cell(s["gain_points"], signed=True),
                       f"{s['significant']} of {len(s['seeds'])} below {SIGNIFICANCE}", above,
                       "—" if change is None else f"pass@k {spread_cell(change, signed=True)} points",
-                      "—" if s["expression_gain_points"] is None
-                      else f"{spread_cell(s['expression_gain_points'], signed=True)} points"])
-    ks = sorted({row["pass_k"] for row in rows if row.get("pass_k")})
+                      _points_cell(s["expression_gain_points"])])
     return render_markdown_table(
         ["seed", "algorithm", "held-out puzzles", "best target-blind rule", "after SFT", "after RL",
-         "RL - SFT, points", "McNemar p (only RL / only SFT)", "after RL - rule, points",
-         f"pass@1 / pass@{'/'.join(map(str, ks)) or 'k'}, SFT -> RL (sampled)",
+         "RL - SFT, points", "McNemar p (only RL / only SFT)", "after RL - rule, points", _pass_k_header(rows),
          "expression pool held out: SFT -> RL (points, McNemar p; best target-blind rule)"], table)
+
+
+def _task_table(rows: Sequence[Mapping[str, Any]], summary: Mapping[str, Mapping[str, Any]]) -> str:
+    """Another task's Markdown table: per run the best constant answer, the strict accuracy (the answer in tags)
+    after SFT and after RL with its McNemar test, the same read without the tags, the answer format rate, pass@1 /
+    pass@k and the setting held out of training; then per algorithm the mean (sd; min to max) over its seeds."""
+    def paired(reading):  # "SFT -> RL (points, p)", "—" where the run has no such reading
+        if not reading:
+            return "—"
+        return (f"{_pct(reading['sft_accuracy'])} -> {_pct(reading['trained_accuracy'])} "
+                f"({reading['gain_points']:+.1f}, p {reading['p_value']:.3g})")
+
+    table = []
+    for row in rows:
+        constant = ("—" if row["rule"] is None
+                    else f"{_pct(row['rule_accuracy'])} ({row['rule'].removeprefix('constant answer ')})")
+        formats = row.get("format")
+        table.append([str(row["seed"]), display_name(row["algorithm"]), str(row["puzzles"]), constant,
+                      _pct(row["sft_accuracy"]), _pct(row["trained_accuracy"]), f"{row['gain_points']:+.1f}",
+                      f"{row['p_value']:.3g} ({row['only_rl']} / {row['only_sft']})", paired(row.get("content")),
+                      "—" if not formats else f"{_pct(formats['sft'])} -> {_pct(formats['trained'])}",
+                      _passes(row), paired(row.get("transfer"))])
+    for algorithm, s in summary.items():
+        change = s["pass_k_change_points"]
+        table.append([f"mean of {len(s['seeds'])}", display_name(algorithm), "", "",
+                      spread_cell(s["sft_accuracy_pct"], "%"), spread_cell(s["trained_accuracy_pct"], "%"),
+                      spread_cell(s["gain_points"], signed=True),
+                      f"{s['significant']} of {len(s['seeds'])} below {SIGNIFICANCE}",
+                      _points_cell(s.get("content_gain_points")), "",
+                      "—" if change is None else f"pass@k {spread_cell(change, signed=True)} points",
+                      _points_cell(s.get("transfer_gain_points"))])
+    return render_markdown_table(
+        ["seed", "algorithm", "held-out rows", "best constant answer", "after SFT", "after RL", "RL - SFT, points",
+         "McNemar p (only RL / only SFT)", "read without the tags: SFT -> RL (points, McNemar p)",
+         "answer format: SFT -> RL", _pass_k_header(rows),
+         "setting held out of training: SFT -> RL (points, McNemar p)"], table)
 
 
 def write_combined(output_dir: str | Path, combined: Mapping[str, Any]) -> Path:

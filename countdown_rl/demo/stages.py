@@ -204,13 +204,16 @@ class DemoConfig:
     # ``puzzles``' counts of the task's generated rows
     task: str = "countdown"
     task_options: tuple[str, ...] = ()
+    # Another task's transfer setting: its options for ``num_transfer`` rows kept out of training (e.g. a harder level
+    # of a trained dataset), scored by every model at ``transfer_budgets``; () with Countdown (its reference puzzles)
+    transfer_options: tuple[str, ...] = ()
 
 
 # DemoConfig fields renamed to the recipe's (TRL's) names, old -> new: a record written before the rename (a
 # benchmark's ``asdict(config)``) still describes the same settings, so resuming its folder reuses its runs.
 RENAMED_FIELDS = {"grpo_steps": "max_steps", "model": "model_name_or_path", "template": "prompt_template"}
 # DemoConfig fields added since, with the value every record written before them meant (as JSON holds it).
-ADDED_FIELDS = {"task": "countdown", "task_options": []}
+ADDED_FIELDS = {"task": "countdown", "task_options": [], "transfer_options": []}
 
 
 def with_current_field_names(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -218,7 +221,7 @@ def with_current_field_names(config: Mapping[str, Any]) -> dict[str, Any]:
     and the fields added since at the value they had then (:data:`ADDED_FIELDS`).
 
     >>> with_current_field_names({"grpo_steps": 300, "seed": 0})
-    {'max_steps': 300, 'seed': 0, 'task': 'countdown', 'task_options': []}
+    {'max_steps': 300, 'seed': 0, 'task': 'countdown', 'task_options': [], 'transfer_options': []}
     """
     return {**{RENAMED_FIELDS.get(key, key): value for key, value in config.items()},
             **{key: value for key, value in ADDED_FIELDS.items() if key not in config}}

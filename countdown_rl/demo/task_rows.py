@@ -1,30 +1,49 @@
 """The real-model demo on another task than Countdown: the task checked, and its rows made and split.
 
-1. :func:`check_demo_task`: the task and its options as ``train`` and ``eval`` take them, checked before any model
+1. :func:`demo_options`: the options the demo runs with: those given, else the task's measured default
+   (:data:`DEFAULT_OPTIONS`: reasoning-gym's mixture, chosen by ``benchmarks/reasoning_gym_screen.py``), and the
+   transfer setting that goes with them (:data:`DEFAULT_TRANSFER`; with options of your own, none unless given).
+2. :func:`check_demo_task`: the task and its options as ``train`` and ``eval`` take them, checked before any model
    loads, each problem one line: an unknown task or option, a value the task refuses (reasoning-gym: a misspelled
    dataset, with the nearest names), a task without an offline generator or without demonstrations (the format
-   warm-up learns them), or without a ``chat`` prompt; and an option the demo needs given (:data:`REQUIRED_OPTIONS`:
-   reasoning-gym's datasets, as no default mixture has been measured for the demo).
-2. :func:`task_parts`: ``num_sft + num_rl + num_eval`` rows from the task's generator (seeded), prepared, split by
+   warm-up learns them), or without a ``chat`` prompt.
+3. :func:`task_parts`: ``num_sft + num_rl + num_eval`` rows from the task's generator (seeded), prepared, split by
    :func:`countdown_rl.data.splits.split_rows` (deduped, so no problem is on two sides), cut into three disjoint
    parts: ``sft`` (the format warm-up's), ``rl`` and ``eval`` (held out); too few distinct rows is one line.
-3. :func:`describe_task`: one line naming the task and its options, for the log, the run record and the tables.
+4. :func:`transfer_rows`: rows of the transfer setting (the same task, other options), none of them a problem the
+   model trained on: how far what RL taught carries beyond the rows it practised on.
+5. :func:`describe_task`: one line naming the task and its options, for the log, the run record and the tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from countdown_rl.tasks.base import Task
 
-__all__ = ["REQUIRED_OPTIONS", "check_demo_task", "describe_task", "task_parts"]
+__all__ = ["DEFAULT_OPTIONS", "DEFAULT_TRANSFER", "check_demo_task", "demo_options", "describe_task", "task_parts",
+           "transfer_rows"]
 
-# Options the demo needs given, by task: the task's default is not a measured choice for the demo.
-REQUIRED_OPTIONS = {"reasoning_gym": ("datasets", ("datasets=NAME or a mixture NAME:WEIGHT,... (e.g. "
-                                                  "datasets=chain_sum); no default mixture has been measured for the "
-                                                  "demo"))}
+# The demo's options by task where none are given: reasoning-gym's default (one four-digit chain_sum) is beyond a
+# small model; this mixture is where SmolLM2-135M-Instruct had RL signal after the format warm-up (greedy 10-60%,
+# pass@8 well above greedy; benchmarks/results/real-model.md, "Where a small model has RL signal").
+_MIXTURE = {
+    "chain_sum": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1},
+    "basic_arithmetic": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1,
+                         "operators": ["+", "-", "*"], "allow_parentheses": False, "allow_negation": False},
+    "number_sorting": {"min_numbers": 3, "max_numbers": 3, "min_decimals": 0, "max_decimals": 0, "min_value": 0,
+                       "max_value": 50},
+    "word_sorting": {"min_words": 3, "max_words": 3, "min_word_length": 3, "max_word_length": 5},
+}
+DEFAULT_OPTIONS: dict[str, tuple[str, ...]] = {"reasoning_gym": (
+    f"datasets={','.join(f'{name}:1' for name in _MIXTURE)}", f"config={json.dumps(_MIXTURE, sort_keys=True)}")}
+# The transfer setting of each default: rows kept out of training (reasoning-gym: sums of three one-digit numbers, a
+# level above the two-term sums trained on).
+DEFAULT_TRANSFER: dict[str, tuple[str, ...]] = {"reasoning_gym": (
+    "datasets=chain_sum", 'config={"chain_sum": {"max_digits": 1, "max_terms": 3, "min_digits": 1, "min_terms": 3}}')}
 # How many rows are drawn for each one wanted: generators repeat problems, and the split keeps each once.
 DRAW_FACTOR = 2
 
@@ -42,9 +61,6 @@ def check_demo_task(name: str, options: Sequence[str] = ()) -> Task:
     from countdown_rl.tasks import get_task
     from countdown_rl.tasks.base import Task
 
-    required = REQUIRED_OPTIONS.get(name)
-    if required is not None and not any(str(item).partition("=")[0].strip() == required[0] for item in options):
-        raise ValueError(f"--task {name} needs --task_options {required[1]}")
     task = get_task(name, list(options))
     if type(task).generate is Task.generate:
         raise ValueError(f"--task {name} has no offline generator (Task.generate): the demo makes its rows with one")
@@ -55,6 +71,23 @@ def check_demo_task(name: str, options: Sequence[str] = ()) -> Task:
         raise ValueError(f"--task {name} has no chat prompt template (the demo prompts a real model in its chat "
                          f"template); its templates: {sorted(task.prompt_templates)}")
     return task
+
+
+def demo_options(name: str, options: Sequence[str] = (), transfer: Sequence[str] | None = None
+                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(task options, transfer options)`` the demo runs with: ``options`` or the task's default
+    (:data:`DEFAULT_OPTIONS`); ``transfer`` or, with the default options only, the default's transfer setting.
+
+    >>> demo_options("format_copy", ["max_digits=3"])
+    (('max_digits=3',), ())
+    >>> demo_options("format_copy", ["max_digits=3"], ["max_digits=5"])
+    (('max_digits=3',), ('max_digits=5',))
+    """
+    given = tuple(str(item) for item in options)
+    if given:
+        return given, tuple(transfer or ())
+    default = DEFAULT_OPTIONS.get(name, ())
+    return default, tuple(DEFAULT_TRANSFER.get(name, ()) if transfer is None and default else transfer or ())
 
 
 def describe_task(task: Task, options: Sequence[str] = ()) -> str:
@@ -87,3 +120,31 @@ def task_parts(task: Task, num_sft: int, num_rl: int, num_eval: int, seed: int =
         raise ValueError(f"task {task.name}: {len(train) + len(test)} distinct rows among {len(rows)} generated, "
                          f"{wanted} wanted ({counts}); choose options with more distinct problems, or fewer rows")
     return {"sft": train[:num_sft], "rl": train[num_sft: num_sft + num_rl], "eval": test}
+
+
+def transfer_rows(task: Task, num: int, seed: int, trained_on: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``num`` prepared rows of ``task`` (the transfer setting), none of them a problem of ``trained_on`` (prepared
+    rows of the same task: its ``dedupe_key``) nor repeated; fixed per seed. Too few distinct rows is one line.
+
+    >>> from countdown_rl.tasks import get_task
+    >>> task = get_task("format_copy", ["max_digits=3"])
+    >>> trained = task_parts(task, 8, 4, 2)
+    >>> rows = transfer_rows(get_task("format_copy", ["max_digits=5"]), 4, 1, trained["sft"] + trained["rl"])
+    >>> len(rows), len({str(row) for row in rows})
+    (4, 4)
+    """
+    if num <= 0:
+        raise ValueError(f"transfer rows: expected a positive number, got {num}")
+    seen = {task.dedupe_key(row) for row in trained_on}
+    drawn = DRAW_FACTOR * (num + len(seen))  # a trained problem may be drawn again: it is skipped
+    rows: list[dict[str, Any]] = []
+    for row in task.generate(drawn, seed=seed):
+        row = task.prepare_row(row)
+        key = task.dedupe_key(row)
+        if key not in seen:
+            seen.add(key)
+            rows.append(row)
+        if len(rows) == num:
+            return rows
+    raise ValueError(f"task {task.name}: the transfer setting gave {len(rows)} new distinct rows among {drawn} "
+                     f"generated, {num} wanted; choose options with more distinct problems")

@@ -4,6 +4,7 @@ each bad one refused in one line before any model loads and before anything is w
 import pytest
 
 from countdown_rl.commands import demo as demo_cli
+from countdown_rl.demo import task_rows
 
 
 def _refusal(argv, tmp_path, capsys) -> str:
@@ -19,7 +20,11 @@ def _refusal(argv, tmp_path, capsys) -> str:
 
 @pytest.mark.parametrize(("argv", "expected"), [
     (["--task", "nosuch"], "argument --task: invalid choice: 'nosuch'"),
-    (["--task", "reasoning_gym"], "--task reasoning_gym needs --task_options datasets="),
+    (["--task", "reasoning_gym", "--transfer_options", "datasets=chain_sun"], "near: chain_sum"),
+    (["--transfer_options", "datasets=chain_sum"], "--transfer_options: another task's; Countdown's transfer rows are "
+                                                   "its reference puzzles"),
+    (["--task", "format_copy", "--num_generations", "1"], "--num_generations must be at least 2"),
+    (["--task", "format_copy", "--learning_rate", "0"], "--learning_rate must be positive, got 0"),
     (["--task", "reasoning_gym", "--task_options", "datasets=chain_sun"], "near: chain_sum"),
     (["--task", "reasoning_gym", "--task_options", "datasets=chain_sum", "colour=red"],
      "unknown reasoning_gym option 'colour'; known: allow_defective, config, datasets, levels, timeout_seconds"),
@@ -40,25 +45,31 @@ def test_another_task_needs_a_real_model(tmp_path, capsys):
 
 
 def test_a_task_and_its_options_reach_the_config(tiny_model_dir):
-    args = demo_cli.build_parser().parse_args(["--model_name_or_path", str(tiny_model_dir), "--quick", "--task",
-                                               "reasoning_gym", "--task_options", "datasets=chain_sum"])
-    config = demo_cli.config_from_args(args)
-    assert (config.task, config.task_options) == ("reasoning_gym", ("datasets=chain_sum",))
-    assert (config.num_transfer, config.transfer_budgets) == (0, ())  # the reference puzzles are Countdown's
+    def config(*argv):
+        return demo_cli.config_from_args(demo_cli.build_parser().parse_args(
+            ["--model_name_or_path", str(tiny_model_dir), "--quick", *argv]))
+
+    given = config("--task", "reasoning_gym", "--task_options", "datasets=chain_sum")
+    assert (given.task, given.task_options, given.transfer_options) == ("reasoning_gym", ("datasets=chain_sum",), ())
+    assert given.transfer_budgets == (given.max_completion_length,)  # the transfer rows are scored at its budget
+    default = config("--task", "reasoning_gym")  # the measured mixture, and its transfer setting
+    assert (default.task_options, default.transfer_options) == (task_rows.DEFAULT_OPTIONS["reasoning_gym"],
+                                                                task_rows.DEFAULT_TRANSFER["reasoning_gym"])
+    assert default.transfer_options and default.num_transfer > 0
+    tuned = config("--task", "format_copy", "--transfer_options", "max_digits=5", "--learning_rate", "3e-5",
+                   "--prompts_per_step", "6", "--num_generations", "4")
+    assert tuned.transfer_options == ("max_digits=5",)
+    assert (tuned.grpo_learning_rate, tuned.prompts_per_step, tuned.num_generations) == (3e-5, 6, 4)
     countdown = demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--quick"]))
-    assert (countdown.task, countdown.task_options) == ("countdown", ())
-
-
-def test_several_runs_are_countdowns_only_so_far(tmp_path, capsys):
-    err = _refusal(["--model_name_or_path", "smollm2", "--task", "reasoning_gym", "--task_options",
-                    "datasets=chain_sum", "--seeds", "1", "2"], tmp_path, capsys)
-    assert "--seeds and several --algorithm values combine Countdown's runs only, not --task reasoning_gym's" in err
+    assert (countdown.task, countdown.task_options, countdown.transfer_options) == ("countdown", (), ())
 
 
 def test_several_runs_pass_the_task_on(tmp_path):
     parser = demo_cli.build_parser()
     options = ["datasets=chain_sum:1,lcm:1", "timeout_seconds=5"]
-    args = parser.parse_args(["--seeds", "1", "2", "--task", "reasoning_gym", "--task_options", *options])
+    args = parser.parse_args(["--seeds", "1", "2", "--task", "reasoning_gym", "--task_options", *options,
+                              "--transfer_options", "datasets=lcm"])
     argv = demo_cli.child_argv(parser, args, seed=1)
     assert argv[argv.index("--task") + 1] == "reasoning_gym"
     assert argv[argv.index("--task_options") + 1: argv.index("--task_options") + 3] == options
+    assert argv[argv.index("--transfer_options") + 1:][:1] == ["datasets=lcm"]

@@ -23,6 +23,7 @@ from countdown_rl.commands import demo as demo_cli
 from countdown_rl.demo import pretrained
 from countdown_rl.evaluation.eval_files import read_eval, read_samples
 from countdown_rl.evaluation.paired import paired_counts
+from countdown_rl.evaluation.scoring import BudgetResult
 from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT
 from countdown_rl.runs.record import read_run_record
 from tests.helpers.vllm_tiny import clean_env
@@ -247,7 +248,8 @@ def test_a_folder_that_is_not_a_model_is_one_line(tmp_path, capsys, no_loading):
     assert f"--model_name_or_path {tmp_path / 'empty'}: a folder without config.json" in capsys.readouterr().err
 
 
-RG_OPTIONS = ["--task", "reasoning_gym", "--task_options", "datasets=chain_sum"]
+TRANSFER_OPTIONS = ["datasets=chain_sum", 'config={"chain_sum": {"min_terms": 3, "max_terms": 3}}']
+RG_OPTIONS = ["--task", "reasoning_gym", "--task_options", "datasets=chain_sum", "--transfer_options", *TRANSFER_OPTIONS]
 
 
 def _check_task_run(out, log: str, model: str) -> dict:
@@ -261,7 +263,8 @@ def _check_task_run(out, log: str, model: str) -> dict:
 
     task = get_task("reasoning_gym", ["datasets=chain_sum"])
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
-    num_eval = pretrained.pretrained_config(model, quick=True).puzzles.num_eval
+    config = pretrained.pretrained_config(model, quick=True, task="reasoning_gym")
+    num_eval = config.puzzles.num_eval
     assert results["task"] == "reasoning_gym" and results["task_options"] == ["datasets=chain_sum"]
     assert results["num_eval_rows"] == num_eval and results["global_step"] == 2
     folders = {"base": "base_eval", "sft": "zero_shot", "trained": "grpo/eval"}
@@ -276,7 +279,7 @@ def _check_task_run(out, log: str, model: str) -> dict:
     assert [row["question"] for row in samples["base"]] == [row["question"] for row in samples["trained"]]
     trained_on = {row["question"] for row in read_jsonl(out / "grpo" / "data" / "train.jsonl")}
     held_out = read_jsonl(out / "grpo" / "data" / "test.jsonl")
-    assert len(trained_on) == pretrained.pretrained_config(model, quick=True).puzzles.num_rl
+    assert len(trained_on) == config.puzzles.num_rl
     assert not trained_on & {row["question"] for row in held_out}
     assert [row["question"] for row in held_out] == [row["question"] for row in samples["base"]]
     assert results["constant_answer"] == constant_answer(task, held_out)
@@ -289,6 +292,27 @@ def _check_task_run(out, log: str, model: str) -> dict:
                     "after SFT warm-up", "after GRPO (2 steps)"]
     recipe = read_run_record(out / "grpo").recipe
     assert recipe["task"] == "reasoning_gym" and recipe["task_options"] == ["datasets=chain_sum"]
+    # pass@1 / pass@k: config.pass_k samples of each held-out row from the SFT and the RL model
+    k = results["pass_k"]
+    assert k == config.pass_k >= 2 and f"pass@1 / pass@{k}" in log
+    for key, folder in (("sft", "zero_shot_sampled"), ("trained", "grpo/eval_sampled")):
+        sampled = read_samples(out / folder, results["max_completion_length"])
+        assert BudgetResult.from_dict(results[f"{key}_sampled"]) == read_eval(out / folder)["results"][0]
+        assert results[f"{key}_sampled"]["num_samples"] == k and len(sampled) == k * num_eval
+        assert sorted({row["question"] for row in sampled}) == sorted(row["question"] for row in held_out)
+    # the transfer setting: its own rows, none trained on or held out, scored by the three models; the paired test
+    transfer = results["transfer_setting"]
+    assert transfer["options"] == TRANSFER_OPTIONS and transfer["rows"] == config.num_transfer
+    transfer_samples = {key: read_samples(out / folder, results["max_completion_length"]) for key, folder in
+                        (("base", "transfer/base"), ("sft", "transfer/sft"), ("trained", "grpo/transfer"))}
+    questions = [row["question"] for row in transfer_samples["sft"]]
+    assert len(questions) == config.num_transfer and questions == [r["question"] for r in transfer_samples["trained"]]
+    assert not set(questions) & (trained_on | {row["question"] for row in held_out})
+    assert all(question.count("+") + question.count("-") == 2 for question in questions)  # three terms
+    assert transfer["paired_test"] == paired_counts([r["outcome"] == "correct" for r in transfer_samples["trained"]],
+                                                    [r["outcome"] == "correct" for r in transfer_samples["sft"]])
+    assert transfer["gain_points"] == 100 * (transfer["trained"]["accuracy"] - transfer["sft"]["accuracy"])
+    assert "transfer setting (datasets=chain_sum config=" in log
     return results
 
 

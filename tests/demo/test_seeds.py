@@ -1,7 +1,9 @@
 """Several demo runs at once (``countdown-rl demo --seeds ... --algorithm ...``) and their combined table.
 
 1. The combining over demo_results.json files in the demo's layout (per run: the rule, before/after, points,
-   McNemar p; per algorithm: mean, sample sd, range), a missing run named, a misplaced file refused.
+   McNemar p; per algorithm: mean, sample sd, range), a missing run named, a misplaced file refused; the same over
+   another task's results (``--task``: the constant answer, the reading without the tags, the format rate, the
+   setting held out of training), runs of two tasks refused.
 2. The scheduling (default tier, in seconds): the processes are a stand-in script (the demo process cut at its
    boundary: it prints, writes its RL recipe and exits), so the test sees when each started, with which arguments,
    and that a seed's second algorithm waits for its first one's RL stage.
@@ -101,6 +103,10 @@ def test_combine_tabulates_each_run_then_mean_and_spread(tmp_path):
         "| pass@k -2.0 (sd 0.0; -2.0 to -2.0) points | +4.0 (sd 0.0; +4.0 to +4.0) points |") for line in lines)
     assert any(line.startswith("| mean of 3 | GRPO |") and "+7.0 (sd 3.6; +3.0 to +10.0)" in line
                and "2 of 3 below 0.05" in line for line in lines)
+    # another task's readings are not Countdown's
+    assert all((r["task"], r["content"], r["format"], r["transfer"]) == ("countdown", None, None, None)
+               for r in combined["runs"])
+    assert (grpo["content_gain_points"], grpo["transfer_gain_points"]) == (None, None)
     written_md = seeds.write_combined(tmp_path, combined)
     assert "No results (not finished): seed 2 dr_grpo." in written_md.read_text()
     assert json.loads((tmp_path / "seeds.json").read_text())["summary"]["grpo"]["significant"] == 2
@@ -110,6 +116,113 @@ def test_combine_refuses_a_results_file_of_another_run(tmp_path):
     [run] = seeds.plan_runs(tmp_path, [1], ["grpo"], lambda *_: ())
     _write_results(run.output_dir, 0, "grpo", _outcomes(5, 10), _outcomes(6, 10))  # seed 0's file in seed-1/
     with pytest.raises(ValueError, match=r"seed-1/grpo/demo_results.json: holds grpo at seed 0, not grpo at seed 1"):
+        seeds.combine([run])
+
+
+def _write_task_results(folder: Path, seed: int, algorithm: str, gain: int, content_gain: int,
+                        transfer_gain: int | None, options: tuple[str, ...] = ("datasets=chain_sum",)) -> dict:
+    """Another task's demo_results.json (the keys the demo writes for ``--task``): on 50 held-out rows SFT solves 20
+    and RL ``gain`` more; read without the tags SFT 22 and RL ``content_gain`` more; on 40 rows of the held-out
+    setting SFT 10 and RL ``transfer_gain`` more (None: no such setting). Seed 1's constant answer is long."""
+    def reading(before, after, extra):
+        return {"sft": {"accuracy": sum(before) / len(before), **extra},
+                "trained": {"accuracy": sum(after) / len(after), **extra},
+                "gain_points": 100 * (sum(after) - sum(before)) / len(before),
+                "paired_test": paired_counts(after, before)}
+
+    strict = reading(_outcomes(20, 50), _outcomes(20 + gain, 50), {"num_rows": 50})
+    content = reading(_outcomes(22, 50), _outcomes(22 + content_gain, 50), {"rows": 50})
+    answer = "7" if seed == 0 else "the quick brown fox jumps"
+    results = {
+        "command": "countdown-rl demo", "task": "reasoning_gym", "task_options": list(options),
+        "algorithm": algorithm, "config": {"seed": seed, "algorithm": algorithm, "task": "reasoning_gym"},
+        "global_step": 6, "num_eval_rows": 50, "base": {"accuracy": 0.02, "num_rows": 50}, **strict,
+        "constant_answer": {"answer": answer, "accuracy": 0.08, "correct": 4, "rows": 50},
+        "content": {"base": {"accuracy": 0.1, "correct": 5, "rows": 50}, **content},
+        "format_rate": {"base": 0.1, "sft": 0.9, "trained": 0.96},
+        "sft_sampled": _sampled(0.3, 0.7), "trained_sampled": _sampled(0.4, 0.68),
+        "transfer_setting": None if transfer_gain is None else {
+            "options": [*options, "difficulty=hard"], "rows": 40,
+            **reading(_outcomes(10, 40), _outcomes(10 + transfer_gain, 40), {}),
+            "constant_answer": {"answer": "3", "accuracy": 0.05, "correct": 2, "rows": 40}},
+    }
+    (folder / algorithm).mkdir(parents=True, exist_ok=True)
+    (folder / algorithm / RESULTS_FILE).write_text(json.dumps(results))
+    return results
+
+
+def test_combine_tabulates_another_tasks_runs(tmp_path):
+    runs = seeds.plan_runs(tmp_path, [0, 1], ["grpo", "dr_grpo"], lambda *_: ())
+    # GRPO: +10 and +14 points (+6 and +8 without the tags, +5 and +10 on the held-out setting); Dr.GRPO's seed 1
+    # has no held-out setting
+    for run in runs:
+        _write_task_results(run.output_dir, run.seed, run.algorithm, gain=5 + 2 * run.seed,
+                            content_gain=3 + run.seed, transfer_gain=None if run.label == "seed 1 dr_grpo"
+                            else 2 + 2 * run.seed)
+    combined = seeds.combine(runs)
+    first, second = combined["runs"][0], combined["runs"][2]
+    assert (first["seed"], first["algorithm"], first["task"], first["puzzles"]) == (0, "grpo", "reasoning_gym", 50)
+    assert (first["rule"], first["rule_accuracy"]) == ("constant answer 7", 0.08)
+    assert second["rule"] == "constant answer the quick brown f..."  # cut as the demo's own table cuts it
+    assert (first["sft_accuracy"], first["trained_accuracy"], first["gain_points"]) == pytest.approx((0.4, 0.5, 10))
+    assert (first["p_value"], first["only_rl"], first["only_sft"]) == (2 / 2**5, 5, 0)
+    assert first["above_rule_points"] == pytest.approx(42.0)
+    assert first["content"] == pytest.approx({"sft_accuracy": 0.44, "trained_accuracy": 0.5, "gain_points": 6.0,
+                                              "p_value": 2 / 2**3})
+    assert first["format"] == {"sft": 0.9, "trained": 0.96}
+    assert first["transfer"] == pytest.approx({"rows": 40, "sft_accuracy": 0.25, "trained_accuracy": 0.3,
+                                               "gain_points": 5.0, "p_value": 2 / 2**2})
+    assert (first["pass_k"], first["sft_pass@k"], first["trained_pass@1"], first["expression"]) == (16, 0.7, 0.4, None)
+    assert combined["runs"][3]["transfer"] is None
+    grpo, dr_grpo = combined["summary"]["grpo"], combined["summary"]["dr_grpo"]
+    assert (grpo["gain_points"]["mean"], grpo["gain_points"]["sd"]) == pytest.approx((12.0, statistics.stdev([10, 14])))
+    assert grpo["content_gain_points"]["mean"] == pytest.approx(7.0)
+    assert grpo["transfer_gain_points"]["mean"] == pytest.approx(7.5)
+    assert dr_grpo["transfer_gain_points"] is None and dr_grpo["content_gain_points"]["mean"] == pytest.approx(7.0)
+    assert grpo["pass_k_change_points"]["mean"] == pytest.approx(-2.0) and grpo["expression_gain_points"] is None
+    lines = combined["table"].splitlines()
+    assert lines[0] == ("| seed | algorithm | held-out rows | best constant answer | after SFT | after RL | "
+                        "RL - SFT, points | McNemar p (only RL / only SFT) | read without the tags: SFT -> RL (points, "
+                        "McNemar p) | answer format: SFT -> RL | pass@1 / pass@16, SFT -> RL (sampled) | setting held "
+                        "out of training: SFT -> RL (points, McNemar p) |")
+    assert lines[2] == ("| 0 | GRPO | 50 | 8.0% (7) | 40.0% | 50.0% | +10.0 | 0.0625 (5 / 0) | 44.0% -> 50.0% "
+                        "(+6.0, p 0.25) | 90.0% -> 96.0% | 30.0% / 70.0% -> 40.0% / 68.0% | 25.0% -> 30.0% "
+                        "(+5.0, p 0.5) |")
+    assert lines[4].startswith("| 1 | GRPO | 50 | 8.0% (the quick brown f...) |")
+    assert lines[4].endswith("| 25.0% -> 35.0% (+10.0, p 0.125) |")
+    assert lines[5].startswith("| 1 | Dr.GRPO |") and "| 44.0% -> 52.0% (+8.0, p 0.125) |" in lines[5]
+    assert lines[5].endswith("| 30.0% / 70.0% -> 40.0% / 68.0% | — |")  # no setting held out
+    [grpo_mean] = [line for line in lines if line.startswith("| mean of 2 | GRPO |")]
+    assert "| +12.0 (sd 2.8; +10.0 to +14.0) | 1 of 2 below 0.05 | +7.0 (sd 1.4; +6.0 to +8.0) points |" in grpo_mean
+    assert grpo_mean.endswith("| pass@k -2.0 (sd 0.0; -2.0 to -2.0) points | +7.5 (sd 3.5; +5.0 to +10.0) points |")
+    assert [line for line in lines if line.startswith("| mean of 2 | Dr.GRPO |")][0].endswith("points | — |")
+    assert "expression pool" not in combined["table"] and "target-blind rule" not in combined["table"]
+    seeds.write_combined(tmp_path, combined)
+    assert json.loads((tmp_path / "seeds.json").read_text())["runs"][0]["content"]["gain_points"] == 6.0
+
+
+def test_combine_refuses_runs_of_two_tasks_in_one_line(tmp_path):
+    countdown, task = seeds.plan_runs(tmp_path, [0], ["grpo", "dr_grpo"], lambda *_: ())
+    _write_results(countdown.output_dir, 0, "grpo", _outcomes(5, 10), _outcomes(6, 10))
+    _write_task_results(task.output_dir, 0, "dr_grpo", gain=2, content_gain=1, transfer_gain=None)
+    with pytest.raises(ValueError) as refused:
+        seeds.combine([countdown, task])
+    assert str(refused.value) == ("seed 0 grpo ran countdown but seed 0 dr_grpo ran reasoning_gym "
+                                  "(datasets=chain_sum): one combined table holds one task's runs")
+    # one task in two settings does not average either
+    _write_task_results(countdown.output_dir, 0, "grpo", 2, 1, None, options=("datasets=basic_arithmetic",))
+    with pytest.raises(ValueError, match=r"^seed 0 grpo ran reasoning_gym \(datasets=basic_arithmetic\) but seed 0 "
+                                         r"dr_grpo ran reasoning_gym \(datasets=chain_sum\)"):
+        seeds.combine([countdown, task])
+
+
+def test_combine_names_the_key_a_tasks_results_file_lacks(tmp_path):
+    [run] = seeds.plan_runs(tmp_path, [0], ["grpo"], lambda *_: ())
+    results = _write_task_results(run.output_dir, 0, "grpo", gain=2, content_gain=1, transfer_gain=1)
+    del results["content"]["paired_test"]
+    run.results_file.write_text(json.dumps(results))
+    with pytest.raises(ValueError, match=r"seed-0/grpo/demo_results.json: not a demo_results.json \(missing key "
+                                         r"'paired_test'\)"):
         seeds.combine([run])
 
 

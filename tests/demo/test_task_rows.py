@@ -5,7 +5,8 @@ import doctest
 import pytest
 
 from countdown_rl.demo import task_rows
-from countdown_rl.demo.task_rows import check_demo_task, describe_task, task_parts
+from countdown_rl.demo.task_rows import (DEFAULT_OPTIONS, DEFAULT_TRANSFER, check_demo_task, demo_options, describe_task,
+                                         task_parts, transfer_rows)
 from countdown_rl.tasks import TASKS, get_task
 from countdown_rl.tasks.base import Task
 from countdown_rl.tasks.format_copy import FormatCopyTask
@@ -25,10 +26,33 @@ def test_a_task_without_a_generator_is_one_line(monkeypatch):
         check_demo_task("no_generator")
 
 
-def test_reasoning_gym_needs_its_datasets_named():
-    with pytest.raises(ValueError, match="^--task reasoning_gym needs --task_options datasets=NAME"):
-        check_demo_task("reasoning_gym", ["timeout_seconds=5"])
-    assert check_demo_task("reasoning_gym", ["datasets=chain_sum"]).options.datasets == "chain_sum"
+def test_the_default_setting_and_its_transfer_setting():
+    options, transfer = demo_options("reasoning_gym")
+    assert options == DEFAULT_OPTIONS["reasoning_gym"] and transfer == DEFAULT_TRANSFER["reasoning_gym"]
+    trained = {spec.name for spec in check_demo_task("reasoning_gym", options).options.specs}
+    assert len(trained) >= 2  # a mixture
+    assert check_demo_task("reasoning_gym", transfer).options.specs  # a setting the task takes
+    assert transfer != options
+    # options of your own: no transfer setting unless one is given
+    assert demo_options("reasoning_gym", ["datasets=chain_sum"]) == (("datasets=chain_sum",), ())
+    assert demo_options("reasoning_gym", ["datasets=chain_sum"], ["datasets=lcm"]) == (("datasets=chain_sum",),
+                                                                                       ("datasets=lcm",))
+    assert demo_options("reasoning_gym", [], []) == (options, ())  # the default, its transfer setting turned off
+
+
+def test_the_transfer_rows_hold_no_trained_problem_and_are_fixed_per_seed():
+    small = '{"chain_sum": {"min_terms": 2, "max_terms": 2, "min_digits": 1, "max_digits": 1}}'  # 200 sums
+    task = get_task("reasoning_gym", ["datasets=chain_sum", f"config={small}"])
+    parts = task_parts(task, 60, 40, 20, seed=0)
+    trained = parts["sft"] + parts["rl"] + parts["eval"]
+    rows = transfer_rows(task, 50, 5, trained)  # the same setting: only its problems not in the parts
+    keys = [task.dedupe_key(row) for row in rows]
+    assert len(rows) == 50 and len(set(keys)) == 50
+    assert not set(keys) & {task.dedupe_key(row) for row in trained}
+    assert transfer_rows(task, 50, 5, trained) == rows and transfer_rows(task, 50, 6, trained) != rows
+    with pytest.raises(ValueError, match=r"^task reasoning_gym: the transfer setting gave \d+ new distinct rows among "
+                       r"\d+ generated, 200 wanted; choose options with more distinct problems$"):
+        transfer_rows(task, 200, 5, trained)
 
 
 def test_the_parts_are_disjoint_fixed_per_seed_and_prepared():
