@@ -249,7 +249,8 @@ def test_a_folder_that_is_not_a_model_is_one_line(tmp_path, capsys, no_loading):
 
 
 TRANSFER_OPTIONS = ["datasets=chain_sum", 'config={"chain_sum": {"min_terms": 3, "max_terms": 3}}']
-RG_OPTIONS = ["--task", "reasoning_gym", "--task_options", "datasets=chain_sum", "--transfer_options", *TRANSFER_OPTIONS]
+RG_OPTIONS = ["--task", "reasoning_gym", "--task_options", "datasets=chain_sum",
+              "--transfer_options", *TRANSFER_OPTIONS]
 
 
 def _check_task_run(out, log: str, model: str) -> dict:

@@ -5,8 +5,8 @@ import doctest
 import pytest
 
 from countdown_rl.demo import task_rows
-from countdown_rl.demo.task_rows import (DEFAULT_OPTIONS, DEFAULT_TRANSFER, check_demo_task, demo_options, describe_task,
-                                         task_parts, transfer_rows)
+from countdown_rl.demo.task_rows import (DEFAULT_OPTIONS, DEFAULT_TRANSFER, check_demo_task, demo_options,
+                                         describe_task, task_parts, transfer_rows)
 from countdown_rl.tasks import TASKS, get_task
 from countdown_rl.tasks.base import Task
 from countdown_rl.tasks.format_copy import FormatCopyTask
