@@ -79,18 +79,21 @@ def build_parser() -> argparse.ArgumentParser:
                    f"checked, then the solution; longer) (default {d.trace})")
     p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"], help=f"RL steps (default {d.max_steps})")
     p.add_argument("--temperature", type=float,
-                   help=f"RL's sampling temperature (default {d.temperature:g}; 0.7 with --model_name_or_path)")
+                   help=f"RL's sampling temperature (default {d.temperature:g}; with --model_name_or_path 0.7 on "
+                   "Countdown, 1.0 on another task)")
     p.add_argument("--dynamic_sampling", action=argparse.BooleanOptionalAction, default=None,
                    help="RL draws more prompts, up to --dynamic_sampling_max_rounds generation rounds a step, until "
                    "each of the step's groups holds some correct and some wrong completions (DAPO's group filter; "
-                   "the RL stage takes about twice as long as without it) (default on; off with --model_name_or_path)")
+                   "the RL stage takes about twice as long as without it) (default on; off with "
+                   "--model_name_or_path on Countdown)")
     p.add_argument("--dynamic_sampling_max_rounds", type=int,
                    help=f"with dynamic sampling on: the most generation rounds a step (default "
                    f"{d.dynamic_sampling_max_rounds})")
     p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
     p.add_argument("--pass_k", type=int,
                    help=f"samples a held-out puzzle at temperature {d.pass_temperature:g} for the SFT and RL models' "
-                   f"pass@1 and pass@k (default {d.pass_k}; 4 with --quick, 0 with --model_name_or_path; 0: none)")
+                   f"pass@1 and pass@k (default {d.pass_k}; 4 with --quick; with --model_name_or_path 0 on "
+                   "Countdown, 4 on another task; 0: none)")
     p.add_argument("--expression_eval", type=int,
                    help="held-out puzzles of the expression pool (the public Countdown data's distribution, where a "
                    "fixed sum or difference of the numbers solves a fifth or more), none trained on, also scored by the "
