@@ -165,6 +165,30 @@ def check_task_args(args: argparse.Namespace) -> None:
         check_demo_task(args.task, transfer)
 
 
+# The RL stage's flags: flag -> DemoConfig field
+RL_FLAGS = {"learning_rate": "grpo_learning_rate", "prompts_per_step": "prompts_per_step",
+            "num_generations": "num_generations"}
+
+
+def rl_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The RL stage's settings given on the command line (:data:`RL_FLAGS`), as DemoConfig fields; a ValueError (one
+    line) for a value that is not positive, or a group of one.
+
+    >>> rl_overrides(build_parser().parse_args(["--learning_rate", "3e-5"]))
+    {'grpo_learning_rate': 3e-05}
+    """
+    overrides = {}
+    for flag, key in RL_FLAGS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            if not value > 0:
+                raise ValueError(f"--{flag} must be positive, got {value:g}")
+            overrides[key] = value
+    if overrides.get("num_generations", 2) < 2:
+        raise ValueError("--num_generations must be at least 2: a group of one has no advantage to compare")
+    return overrides
+
+
 def config_from_args(args: argparse.Namespace) -> DemoConfig:
     """A :class:`DemoConfig` from parsed arguments (``--quick`` first, then explicit flags on top)."""
     if args.lora and args.model_name_or_path is None:
@@ -179,6 +203,7 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
             raise ValueError(f"--expression_eval needs --sampling balanced: with --sampling {args.sampling} the "
                              "held-out puzzles are of the expression pool already")
     check_task_args(args)  # before anything loads
+    rl_overrides(args)  # a bad RL setting: one line before the model is looked for
     device = resolve_device(args.device)  # cuda without a GPU: one line, before anything loads
     if args.model_name_or_path is not None:
         from countdown_rl.demo.pretrained import check_demo_model, pretrained_config
@@ -200,15 +225,7 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
 
         options, transfer = demo_options(args.task, args.task_options, args.transfer_options)
         overrides.update(task=args.task, task_options=options, transfer_options=transfer)
-    for flag, key in (("learning_rate", "grpo_learning_rate"), ("prompts_per_step", "prompts_per_step"),
-                      ("num_generations", "num_generations")):
-        value = getattr(args, flag)
-        if value is not None:
-            if not value > 0:
-                raise ValueError(f"--{flag} must be positive, got {value:g}")
-            overrides[key] = value
-    if overrides.get("num_generations", 2) < 2:
-        raise ValueError("--num_generations must be at least 2: a group of one has no advantage to compare")
+    overrides.update(rl_overrides(args))
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
     if args.max_steps is not None:
