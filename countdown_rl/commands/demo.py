@@ -203,7 +203,7 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
             raise ValueError(f"--expression_eval needs --sampling balanced: with --sampling {args.sampling} the "
                              "held-out puzzles are of the expression pool already")
     check_task_args(args)  # before anything loads
-    rl_overrides(args)  # a bad RL setting: one line before the model is looked for
+    rl = rl_overrides(args)  # a bad RL setting: one line before the model is looked for
     device = resolve_device(args.device)  # cuda without a GPU: one line, before anything loads
     if args.model_name_or_path is not None:
         from countdown_rl.demo.pretrained import check_demo_model, pretrained_config
@@ -225,7 +225,7 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
 
         options, transfer = demo_options(args.task, args.task_options, args.transfer_options)
         overrides.update(task=args.task, task_options=options, transfer_options=transfer)
-    overrides.update(rl_overrides(args))
+    overrides.update(rl)
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
     if args.max_steps is not None:

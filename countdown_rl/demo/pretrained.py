@@ -487,7 +487,9 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
                              global_step, placement, dataset, rows.task.columns)
     if config.task == "countdown":
         return _results(config, out, run_dir, base_results, sft_results, final_results, held_out, common)
-    return _task_results(config, rows, out, run_dir, held_out, common, "transfer" in base_results)
+    transfer_results = ([results["transfer"] for results in (base_results, sft_results, final_results)]
+                        if "transfer" in base_results else None)
+    return _task_results(config, rows, out, run_dir, held_out, common, transfer_results)
 
 
 def _labels(config: DemoConfig, global_step: int) -> tuple[str, str, str]:
@@ -574,14 +576,16 @@ def _results(config, out, run_dir, base_results, sft_results, final_results, hel
 
 
 def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, held_out: Sequence[Any],
-                  common: Mapping[str, Any], with_transfer: bool) -> dict[str, Any]:
+                  common: Mapping[str, Any], transfer_results: Sequence[Sequence[Any]] | None) -> dict[str, Any]:
     """Another task's table and results: beside the strict accuracy (the answer in tags, the task's scorer), each
     model's format rate and its accuracy read without the tags (:mod:`countdown_rl.evaluation.readings`), with the
     same gain and McNemar test, the most common gold answer's accuracy (the blind baseline), pass@1 / pass@k of the
-    SFT and RL models (``pass_k``), and the transfer setting's rows (``with_transfer``) with their own test."""
+    SFT and RL models (``pass_k``), and the transfer setting's rows (``transfer_results``: each model's results
+    there, base, SFT, RL; None without one) with their own test."""
     from countdown_rl.evaluation.eval_files import read_samples
     from countdown_rl.evaluation.readings import constant_answer, content_reading, format_rate, paired_content
     from countdown_rl.files import format_percent, render_markdown_table
+    from countdown_rl.tasks.base import clip_shown
 
     task, budget, models = rows.task, config.max_completion_length, ("base", "sft", "trained")
     dirs = dict(zip(models, (out / BASE_EVAL_DIR, out / ZERO_SHOT_DIR, run_dir / FINAL_EVAL_DIR), strict=True))
@@ -591,7 +595,7 @@ def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, 
     content["gain_points"] = 100 * (content["trained"]["accuracy"] - content["sft"]["accuracy"])
     content["paired_test"] = paired_content(task, samples["sft"], samples["trained"], task.columns)
     constant = constant_answer(task, rows.parts["eval"], config.prompt_template)
-    shown = constant["answer"] if len(constant["answer"]) <= 20 else constant["answer"][:17] + "..."
+    shown = clip_shown(constant["answer"], 20)
     k = config.pass_k if common["sft_sampled"] and common["trained_sampled"] else None
 
     def passes(key: str) -> str:
@@ -610,7 +614,7 @@ def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, 
             passes(key), *token_cells(result), _minutes(seconds)]
            for label, key, result, seconds in zip(_labels(config, common["global_step"]), models, held_out,
                                                   _stage_seconds(common["timings"]), strict=True)])
-    transfer = _transfer_setting(config, rows, out, run_dir) if with_transfer else None
+    transfer = None if transfer_results is None else _transfer_setting(config, rows, out, run_dir, transfer_results)
     results = {**common, "task": config.task, "task_options": list(config.task_options),
                "num_eval_rows": common["base"]["num_rows"], "format_rate": formats, "content": content,
                "constant_answer": constant, "pass_k": k, "transfer_setting": transfer, "table": table}
@@ -633,18 +637,17 @@ def _task_results(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path, 
     return results
 
 
-def _transfer_setting(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path) -> dict[str, Any]:
-    """The transfer setting's results: each model's accuracy on its rows, the RL gain over SFT and its exact McNemar
-    test, and the best constant answer there."""
-    from countdown_rl.evaluation.eval_files import read_eval
+def _transfer_setting(config: DemoConfig, rows: DemoRows, out: Path, run_dir: Path,
+                      results: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """The transfer setting's results (``results``: the base, SFT and RL models' there, one per budget): each model's
+    accuracy on its rows, the RL gain over SFT and its exact McNemar test, and the best constant answer there."""
     from countdown_rl.evaluation.readings import constant_answer
 
-    dirs = {"base": out / TRANSFER_DIR / "base", "sft": out / TRANSFER_DIR / "sft", "trained": run_dir / TRANSFER_DIR}
     budget = config.transfer_budgets[-1]
-    results = {key: next(r for r in read_eval(path)["results"] if r.max_tokens == budget).to_dict()
-               for key, path in dirs.items()}
+    at_budget = {key: next(r for r in model if r.max_tokens == budget).to_dict()
+                 for key, model in zip(("base", "sft", "trained"), results, strict=True)}
     task = rows.transfer_task or rows.task
-    return {"options": list(config.transfer_options), "rows": len(rows.transfer), "max_tokens": budget, **results,
-            "gain_points": 100 * (results["trained"]["accuracy"] - results["sft"]["accuracy"]),
-            "paired_test": paired_test(dirs["sft"], dirs["trained"], budget, task.columns),
+    return {"options": list(config.transfer_options), "rows": len(rows.transfer), "max_tokens": budget, **at_budget,
+            "gain_points": 100 * (at_budget["trained"]["accuracy"] - at_budget["sft"]["accuracy"]),
+            "paired_test": paired_test(out / TRANSFER_DIR / "sft", run_dir / TRANSFER_DIR, budget, task.columns),
             "constant_answer": constant_answer(task, rows.transfer, config.prompt_template)}

@@ -41,6 +41,7 @@ from countdown_rl.algorithms.presets import display_name
 from countdown_rl.demo.stages import RECIPE_FILE, RESULTS_FILE, prepare_run_dir
 from countdown_rl.files import render_markdown_table, write_atomic, write_json_atomic
 from countdown_rl.runs.record import EXIT_INTERRUPTED
+from countdown_rl.tasks.base import clip_shown
 
 __all__ = ["SeedRun", "combine", "plan_runs", "run_all", "seed_dir", "spread", "spread_cell", "threads_per_run",
            "write_combined"]
@@ -249,15 +250,6 @@ def exit_code(codes: Mapping[str, int]) -> int:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _shown(answer: str) -> str:
-    """A constant answer as the demo's table shows it: cut to 20 characters.
-
-    >>> _shown("42"), _shown("the quick brown fox jumps")
-    ('42', 'the quick brown f...')
-    """
-    return answer if len(answer) <= 20 else answer[:17] + "..."
-
-
 def _paired_reading(result: Mapping[str, Any]) -> dict[str, Any]:
     """SFT and RL accuracy, RL - SFT in points and the McNemar p-value of a results block that holds them."""
     return {"sft_accuracy": result["sft"]["accuracy"], "trained_accuracy": result["trained"]["accuracy"],
@@ -280,7 +272,7 @@ def _read_results(run: SeedRun) -> dict[str, Any]:
             rule, rule_accuracy = (blind["rule"], blind["accuracy"]) if blind else (None, None)
         else:  # the most common gold answer is a task's target-blind baseline
             constant, held_out = data["constant_answer"], data["num_eval_rows"]
-            rule, rule_accuracy = ((f"constant answer {_shown(constant['answer'])}", constant["accuracy"])
+            rule, rule_accuracy = ((f"constant answer {clip_shown(constant['answer'], 20)}", constant["accuracy"])
                                    if constant else (None, None))
         paired = data["paired_test"]
         row = {
