@@ -70,8 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "then the combined table (each run's before/after, McNemar p and best target-blind rule; the mean "
                    "and spread) in <output_dir>/seeds.md")
     p.add_argument("--jobs", type=int,
-                   help="with --seeds or several --algorithm: processes at once (default: all); each gets "
-                   "cores // jobs torch threads, and they share the GPU")
+                   help="with --seeds or several --algorithm: processes at once (default: all, or one at a time "
+                   "with --model_name_or_path: a real model's run takes every core and up to 18 GB on a CPU); each "
+                   "gets cores // jobs torch threads, and they share the GPU")
     p.add_argument("--num_threads", type=int, help=f"torch CPU threads (default {d.num_threads})")
     p.add_argument("--sft_steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
     p.add_argument("--trace", choices=TRACES, default=d.trace,
@@ -306,9 +307,10 @@ def run_several(parser: argparse.ArgumentParser, args: argparse.Namespace, argv:
         runs = several.plan_runs(args.output_dir, seeds, args.algorithm, lambda *_: ())
     except ValueError as err:
         parser.error(str(err))
-    jobs = len(runs) if args.jobs is None else args.jobs
-    if jobs <= 0:
-        parser.error("--jobs must be positive")
+    try:
+        jobs = several.jobs_at_once(len(runs), args.jobs, real_model=args.model_name_or_path is not None)
+    except ValueError as err:
+        parser.error(str(err))
     threads = several.threads_per_run(min(jobs, len(runs))) if args.num_threads is None else args.num_threads
     runs = several.plan_runs(args.output_dir, seeds, args.algorithm, lambda seed, algorithm, folder: child_argv(
         parser, args, seed=seed, algorithm=algorithm, output_dir=folder, num_threads=threads))

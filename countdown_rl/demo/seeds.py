@@ -90,6 +90,21 @@ def threads_per_run(jobs: int, cores: int | None = None) -> int:
     return max(1, (cores or os.cpu_count() or 1) // max(1, jobs))
 
 
+def jobs_at_once(runs: int, jobs: int | None, *, real_model: bool) -> int:
+    """Demo processes at once: ``jobs`` where given; else all ``runs`` for the tiny model, and one at a time for a
+    real model (``--model_name_or_path``), whose run alone takes every core and, for SmolLM2 on a CPU with its
+    colocated vLLM engine, up to 18 GB: six at once would not fit a 24 GB machine.
+
+    >>> jobs_at_once(6, None, real_model=False), jobs_at_once(6, None, real_model=True), jobs_at_once(6, 2, real_model=True)
+    (6, 1, 2)
+    """
+    if jobs is None:
+        return 1 if real_model else runs
+    if jobs <= 0:
+        raise ValueError("--jobs must be positive")
+    return jobs
+
+
 def plan_runs(output_dir: str | Path, seeds: Sequence[int], algorithms: Sequence[str],
               argv_of: Callable[[int, str, Path], Sequence[str]]) -> list[SeedRun]:
     """One run per (seed, algorithm), seed by seed; ``argv_of(seed, algorithm, seed folder)`` gives its arguments.

@@ -278,6 +278,15 @@ def test_run_all_one_at_a_time(tmp_path):
     assert second - first >= 0.9 and first >= started  # the second waited for the first to end
 
 
+def test_a_real_models_runs_go_one_at_a_time_unless_jobs_says_otherwise():
+    # one SmolLM2 run takes every core and up to 18 GB on a CPU: all at once would not fit a 24 GB machine
+    assert seeds.jobs_at_once(6, None, real_model=True) == 1
+    assert seeds.jobs_at_once(6, None, real_model=False) == 6
+    assert seeds.jobs_at_once(6, 3, real_model=True) == 3
+    with pytest.raises(ValueError, match="--jobs must be positive"):
+        seeds.jobs_at_once(2, 0, real_model=True)
+
+
 def _cli(argv):
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stopped:
