@@ -78,7 +78,7 @@ def measured_demo_config(quick: bool) -> Any:
     """The tiny demo's settings (``quick``: its quick ones) with :data:`MEASURED_SAMPLING`: every study's start."""
     from dataclasses import replace
 
-    from countdown_rl.demo.stages import DemoConfig, quick_config
+    from countdown_rl.demo.config import DemoConfig, quick_config
 
     return replace(quick_config() if quick else DemoConfig(), **MEASURED_SAMPLING)
 
@@ -89,7 +89,9 @@ def demo_start(quick: bool, **overrides: Any) -> tuple[Any, Any]:
     ``(config, warm)``."""
     from dataclasses import replace
 
-    from countdown_rl.demo.stages import placed, placement_line, setup_environment, warm_start
+    from countdown_rl.demo.config import placed, placement_line
+    from countdown_rl.demo.run_dir import setup_environment
+    from countdown_rl.demo.stages import warm_start
 
     config, placement = placed(replace(measured_demo_config(quick), device="cpu", **overrides))
     setup_environment(config.num_threads)

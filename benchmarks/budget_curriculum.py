@@ -43,6 +43,8 @@ import _common  # noqa: E402  (benchmarks/, the script's own folder, is on sys.p
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
 from countdown_rl.demo import stages as demo  # noqa: E402
+from countdown_rl.demo.config import DemoConfig, with_current_field_names  # noqa: E402
+from countdown_rl.demo.run_dir import prepare_run_dir, setup_environment  # noqa: E402
 from countdown_rl.runs.record import read_run_record  # noqa: E402
 
 BUDGETS = (40, 48, 64)
@@ -69,7 +71,7 @@ def thirds_schedule(budgets: list[int], steps: int) -> list[list[int]]:
     return [[i * steps // k, budget] for i, budget in enumerate(budgets)]
 
 
-def study_config(args: argparse.Namespace) -> demo.DemoConfig:
+def study_config(args: argparse.Namespace) -> DemoConfig:
     """The demo's settings (``--quick``: its quick ones) with toy_replication's SFT start and this study's dir."""
     config = _common.measured_demo_config(args.quick)  # with the RL sampling its figures were measured with
     # the demo's expression-pool evaluation left out: this study compares the runs on the held-out part
@@ -82,8 +84,8 @@ def study_config(args: argparse.Namespace) -> demo.DemoConfig:
     return replace(config, **overrides)
 
 
-def plan_runs(base: demo.DemoConfig, seeds: list[int], long_budget: int,
-              fixed: tuple[int, ...] = BUDGETS) -> list[tuple[str, demo.DemoConfig, dict]]:
+def plan_runs(base: DemoConfig, seeds: list[int], long_budget: int,
+              fixed: tuple[int, ...] = BUDGETS) -> list[tuple[str, DemoConfig, dict]]:
     """``(run folder name, config, study record)`` for every run of (a) (the curriculum, then a fixed budget of each
     of ``fixed``) then (b)."""
     runs = []
@@ -213,29 +215,29 @@ def write_lengths_csv(run_dirs: list[Path], path: Path) -> int:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _identity(config: demo.DemoConfig, study: dict) -> dict:
+def _identity(config: DemoConfig, study: dict) -> dict:
     """What makes two runs the same run: the study cell and every setting but ``resume`` and the threads."""
     return json.loads(json.dumps({"study": study, "config": asdict(replace(config, resume=False, num_threads=0))}))
 
 
-def _finished(run_dir: Path, config: demo.DemoConfig, study: dict) -> bool:
+def _finished(run_dir: Path, config: DemoConfig, study: dict) -> bool:
     """Whether ``run_dir`` holds this run, finished with its evaluations (``RUN_DONE_FILE`` is written last)."""
     try:
         done = json.loads((run_dir / RUN_DONE_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return False
     recorded = dict(done.get("identity") or {})
-    recorded["config"] = demo.with_current_field_names(recorded.get("config", {}))  # recorded before a rename
+    recorded["config"] = with_current_field_names(recorded.get("config", {}))  # recorded before a rename
     return recorded == _identity(config, study)
 
 
-def train_one(name: str, config: demo.DemoConfig, study: dict, warm: demo.WarmStart, out: Path) -> float:
+def train_one(name: str, config: DemoConfig, study: dict, warm: demo.WarmStart, out: Path) -> float:
     """One planned run: train, evaluate ((a): at every budget of :data:`BUDGETS`), then mark it finished."""
     from countdown_rl.files import write_json_atomic
 
     run_dir = out / name
     started = time.time()
-    demo.prepare_run_dir(run_dir, resume=config.resume)
+    prepare_run_dir(run_dir, resume=config.resume)
     (run_dir / RUN_DONE_FILE).unlink(missing_ok=True)
     trained = demo.rl_stage(config, warm, run_dir, run_info={"study": study})
     if study["part"] == "a":  # every (a) run at every budget: one generation at the largest, cut to each
@@ -312,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         if not demo.sft_stage_done(out / "sft", base):
             for stage in ("base", "sft"):
                 shutil.copytree(source / stage, out / stage, dirs_exist_ok=True)
-    demo.setup_environment(threads)
+    setup_environment(threads)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
 

@@ -55,7 +55,8 @@ def main(argv=None) -> None:
     import torch
 
     from countdown_rl.demo.pretrained import pretrained_config, rollout_keys
-    from countdown_rl.demo.stages import demo_puzzles, demo_record, rl_recipe, train_rl
+    from countdown_rl.demo.puzzles import demo_puzzles
+    from countdown_rl.demo.stages import demo_record, rl_recipe, train_rl
     from countdown_rl.demo.tiny import save_tiny_model
     from countdown_rl.models.source import resolve_model_source
     from countdown_rl.runs.device import cpu_has_bf16_kernels

@@ -52,15 +52,10 @@ def _held_out_accuracy(run_dir: Path) -> float | None:
 def main(argv=None) -> None:
     args = parse_args(argv)
     _common.quiet_hf()
+    from countdown_rl.demo.config import placed, placement_line
     from countdown_rl.demo.pretrained import choose_backends, pretrained_config, rollout_keys
-    from countdown_rl.demo.stages import (
-        demo_puzzles,
-        demo_record,
-        placed,
-        placement_line,
-        rl_recipe,
-        train_rl,
-    )
+    from countdown_rl.demo.puzzles import demo_puzzles
+    from countdown_rl.demo.stages import demo_record, rl_recipe, train_rl
     from countdown_rl.models.source import resolve_model_source
 
     out = Path(args.out)

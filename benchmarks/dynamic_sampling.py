@@ -79,7 +79,8 @@ def _per_step(run_dir: Path) -> dict[str, float]:
 def main(argv=None) -> None:
     args = parse_args(argv)
     _common.quiet_hf()
-    from countdown_rl.demo.stages import demo_record, evaluate_stage, paired_test, rl_recipe, train_rl
+    from countdown_rl.demo.stages import demo_record, evaluate_stage, rl_recipe, train_rl
+    from countdown_rl.demo.table import paired_test
     from countdown_rl.files import format_percent
 
     if (args.max_steps is not None and args.max_steps <= 0) or args.max_rounds < 2:

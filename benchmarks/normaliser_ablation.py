@@ -59,13 +59,14 @@ def prepare_start(args) -> tuple[Path, Path, dict]:
     import toy_replication
 
     from countdown_rl.demo import stages as demo
+    from countdown_rl.demo.run_dir import setup_environment
     from countdown_rl.data.jsonl import write_jsonl
 
     out = Path(args.output_dir)
     config = toy_replication.replication_config(argparse.Namespace(
         quick=args.quick, output_dir=str(args.sft_from or out / "toy"), seed=0, resume=True, max_steps=None,
         threads=None))  # the toy replication's own threads (the demo's 2): its SFT start, reusable as made there
-    demo.setup_environment(config.num_threads)
+    setup_environment(config.num_threads)
     warm = demo.warm_start(config)  # reuses a finished SFT stage made with the same settings
     data = out / "data"
     write_jsonl(warm.puzzles["rl"], data / "train.jsonl")

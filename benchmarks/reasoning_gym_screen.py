@@ -106,7 +106,8 @@ def has_signal(greedy: float, pass_k: float) -> bool:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from countdown_rl.demo.stages import evaluate_stage, setup_environment
+    from countdown_rl.demo.run_dir import setup_environment
+    from countdown_rl.demo.stages import evaluate_stage
     from countdown_rl.demo.task_rows import task_parts
     from countdown_rl.evaluation.eval_files import read_samples
     from countdown_rl.evaluation.readings import constant_answer, content_reading, format_rate

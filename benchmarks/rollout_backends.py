@@ -48,7 +48,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def _batch(tokenizer, args: argparse.Namespace) -> list[list[int]]:
     """The demo's RL prompts in its chat template, token ids, each repeated ``--generations`` times."""
     from countdown_rl.demo.pretrained import pretrained_config
-    from countdown_rl.demo.stages import demo_puzzles
+    from countdown_rl.demo.puzzles import demo_puzzles
     from countdown_rl.generation.sampling import prompt_texts
     from countdown_rl.tasks.countdown.prompts import build_prompt
 

@@ -1,7 +1,7 @@
 """SFT steps in fp32 and under bf16 autocast, on the same solver traces (CPU): the real-model demo's SFT stage.
 
 1. ``--model`` (a saved model folder, a packaged name such as ``smollm2``, converted once; or ``tiny`` for a random
-   tiny Qwen3); the demo's chat-template solver traces (:func:`countdown_rl.demo.stages.trace_examples`) of its SFT
+   tiny Qwen3); the demo's chat-template solver traces (:func:`countdown_rl.demo.puzzles.trace_examples`) of its SFT
    puzzles, 3 numbers in 1..``--max-number``, targets 1..``--max-target``.
 2. ``--repeats`` rounds, the order alternating (fp32 first, then bf16 first): :func:`sft_trainer` from the same
    model, ``--steps`` steps of ``--batch-size`` traces, ``bf16`` off or on (``DemoConfig.sft_bf16``); each step's wall
@@ -57,7 +57,7 @@ def main(argv=None) -> None:
     from dataclasses import replace
 
     from countdown_rl.demo.pretrained import pretrained_config
-    from countdown_rl.demo.stages import demo_puzzles, trace_examples
+    from countdown_rl.demo.puzzles import demo_puzzles, trace_examples
     from countdown_rl.demo.tiny import save_tiny_model
     from countdown_rl.models.source import resolve_model_source
 

@@ -161,7 +161,7 @@ def _model(name: str, workdir: Path, device: str, seed: int):
 def _dataset(name: str, n: int, seed: int):
     from countdown_rl.data.prepare import prompted_dataset
     from countdown_rl.demo.pretrained import pretrained_config
-    from countdown_rl.demo.stages import demo_puzzles
+    from countdown_rl.demo.puzzles import demo_puzzles
     from countdown_rl.tasks import get_task
 
     rows = demo_puzzles(pretrained_config("smollm2").puzzles, seed=seed)["rl"][:n]

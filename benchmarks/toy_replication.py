@@ -47,7 +47,10 @@ import _common  # noqa: E402  (benchmarks/, the script's own folder, is on sys.p
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name  # noqa: E402
 from countdown_rl.demo import stages as demo  # noqa: E402
+from countdown_rl.demo.config import DemoConfig, with_current_field_names  # noqa: E402
+from countdown_rl.demo.run_dir import prepare_run_dir, setup_environment  # noqa: E402
 from countdown_rl.demo.seeds import SIGNIFICANCE, seed_dir, spread, spread_cell  # noqa: E402
+from countdown_rl.demo.table import paired_test  # noqa: E402
 from countdown_rl.runs.record import read_run_record  # noqa: E402  (light: heavy imports happen inside its functions)
 
 BUDGETS = (40, 48, 64)
@@ -61,7 +64,7 @@ RESULTS_FILE = "toy_replication.json"
 SEEDS_FILE = "toy_replication_seeds"  # .json and .md: the table over seeds
 
 
-def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
+def replication_config(args: argparse.Namespace) -> DemoConfig:
     """The demo's settings (``--quick``: the demo's quick ones) with :data:`SFT`'s traces, this script's output
     dir and overrides."""
     config = _common.measured_demo_config(args.quick)  # with the RL sampling its figures were measured with
@@ -75,12 +78,12 @@ def replication_config(args: argparse.Namespace) -> demo.DemoConfig:
     return replace(config, **overrides)
 
 
-def _identity(config: demo.DemoConfig, warm: demo.WarmStart) -> dict:
+def _identity(config: DemoConfig, warm: demo.WarmStart) -> dict:
     """What makes two runs the same run: every setting but ``resume``, and the SFT model they start from."""
     return {"config": asdict(replace(config, resume=False)), "sft": warm.record}
 
 
-def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
+def _finished(run_dir: Path, config: DemoConfig, warm: demo.WarmStart):
     """The final result of a run made with exactly these settings and SFT model, or None."""
     from countdown_rl.evaluation.eval_files import read_eval
 
@@ -91,7 +94,7 @@ def _finished(run_dir: Path, config: demo.DemoConfig, warm: demo.WarmStart):
     if not (run_dir / "eval" / "eval.json").is_file() or record is None:
         return None
     recorded = dict(record.extra.get("replication") or {})
-    recorded["config"] = demo.with_current_field_names(recorded.get("config", {}))  # recorded before a rename
+    recorded["config"] = with_current_field_names(recorded.get("config", {}))  # recorded before a rename
     if recorded != json.loads(json.dumps(_identity(config, warm))):
         return None
     return read_eval(run_dir / "eval")["results"][0]
@@ -137,7 +140,7 @@ def run_seed(args: argparse.Namespace) -> dict:
     """Steps 1-4 at ``args.seed`` into ``args.output_dir``; returns what ``toy_replication.json`` holds."""
     budgets = sorted(set(args.budgets))
     base = replication_config(args)
-    demo.setup_environment(base.num_threads)
+    setup_environment(base.num_threads)
     out = Path(base.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -153,13 +156,13 @@ def run_seed(args: argparse.Namespace) -> dict:
             t = time.time()
             result = _finished(run_dir, config, warm) if config.resume else None
             if result is None:
-                demo.prepare_run_dir(run_dir, config.resume)
+                prepare_run_dir(run_dir, config.resume)
                 trained = demo.rl_stage(config, warm, run_dir, run_info={"replication": _identity(config, warm)})
                 result = trained["result"]
             else:
                 print(f"\n== {algorithm} at {budget} tokens: reusing the finished run in {run_dir} ==")
             before = zero[budget]
-            paired = demo.paired_test(out / demo.ZERO_SHOT_DIR, run_dir / "eval", budget)
+            paired = paired_test(out / demo.ZERO_SHOT_DIR, run_dir / "eval", budget)
             rows.append({"algorithm": algorithm, "budget": budget, "zero_shot": before.to_dict(),
                          "trained": result.to_dict(), "improvement_points": 100 * (result.accuracy - before.accuracy),
                          "p_value": paired["p_value"], "only_rl": paired["only_a"], "only_sft": paired["only_b"],
@@ -197,7 +200,7 @@ def run_seed(args: argparse.Namespace) -> dict:
 
 def threads_of(args: argparse.Namespace) -> int:
     """Torch threads a process: ``--threads``, else the demo's."""
-    return args.threads or demo.DemoConfig.num_threads
+    return args.threads or DemoConfig.num_threads
 
 
 def seed_argv(args: argparse.Namespace, seed: int) -> list[str]:

@@ -164,8 +164,11 @@ def demo_rl_split(sft_dir: str, steps: int, seed: int = 0) -> dict:
 
     from trl.generation.vllm_generation import VLLMGeneration
 
+    from countdown_rl.demo.config import placed
     from countdown_rl.demo.pretrained import pretrained_config, rollout_keys
-    from countdown_rl.demo.stages import demo_puzzles, demo_record, placed, rl_recipe, setup_environment, train_rl
+    from countdown_rl.demo.puzzles import demo_puzzles
+    from countdown_rl.demo.run_dir import setup_environment
+    from countdown_rl.demo.stages import demo_record, rl_recipe, train_rl
     from countdown_rl.generation import vllm_sync
 
     # the demo's device and precision (fp32 on a CPU without bf16 kernels)

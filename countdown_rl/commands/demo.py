@@ -11,16 +11,10 @@ from typing import Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
-from countdown_rl.demo.stages import (
-    PROG,
-    TRACES,
-    DemoConfig,
-    PuzzleSpec,
-    RunStopped,
-    gpu_config,
-    quick_config,
-    run_demo,
-)
+from countdown_rl.demo.config import DemoConfig, PuzzleSpec, gpu_config, quick_config
+from countdown_rl.demo.puzzles import TRACES
+from countdown_rl.demo.run_dir import PROG
+from countdown_rl.demo.stages import RunStopped, run_demo
 from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
 from countdown_rl.runs.device import DEVICES, resolve_device
 from countdown_rl.tasks import DEFAULT_TASK, TASKS

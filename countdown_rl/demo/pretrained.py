@@ -5,7 +5,7 @@ pretrained model (``smollm2``: SmolLM2-135M-Instruct), on Countdown or any task 
    (``smollm2``), converted once (:mod:`countdown_rl.models.source`); anything else is one line, naming the
    install command of the packaged models, before anything loads.
 2. Rows (:func:`demo_rows`), in the model's chat template: Countdown's are the tiny demo's pool and split
-   (:func:`countdown_rl.demo.stages.demo_puzzles`), plus ``num_transfer`` reference puzzles (the reference setup's
+   (:func:`countdown_rl.demo.puzzles.demo_puzzles`), plus ``num_transfer`` reference puzzles (the reference setup's
    shape: 3-4 numbers in 1..99, targets 1..100, none of them trained on); another task's are its generated rows in
    three disjoint parts (:func:`countdown_rl.demo.task_rows.task_parts`), its options checked first.
 3. Base: the model's greedy zero-shot evaluation on the held-out rows -> ``base_eval/``.
@@ -42,36 +42,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
-from countdown_rl.demo.stages import (
+from countdown_rl.demo.config import DemoConfig, PuzzleSpec, placed, placement_line
+from countdown_rl.demo.puzzles import demo_puzzles, unseen_puzzles
+from countdown_rl.demo.run_dir import (
     FINAL_SAMPLED_DIR,
     RESULTS_FILE,
-    TOKEN_HEADERS,
     ZERO_SHOT_SAMPLED_DIR,
-    DemoConfig,
-    PuzzleSpec,
+    finish_stage,
+    prepare_run_dir,
+    print_header,
+    read_json_or_none,
+    setup_environment,
+    stage_done,
+)
+from countdown_rl.demo.stages import (
+    demo_record,
+    evaluate_stage,
+    rl_recipe,
+    sft_precision,
+    sft_warmup_on_traces,
+    train_rl,
+)
+from countdown_rl.demo.table import (
+    TOKEN_HEADERS,
     beyond_header,
     beyond_rule,
     blind_row,
     blind_rule_by_model,
     blind_rule_of,
-    demo_puzzles,
-    demo_record,
-    evaluate_stage,
-    finish_stage,
     paired_test,
-    placed,
-    placement_line,
-    prepare_run_dir,
-    print_header,
-    read_json_or_none,
-    rl_recipe,
-    setup_environment,
-    sft_precision,
-    sft_warmup_on_traces,
-    stage_done,
     token_cells,
-    train_rl,
-    unseen_puzzles,
 )
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
@@ -108,7 +108,7 @@ def pretrained_config(model: str, quick: bool = False, task: str = "countdown", 
     seen at 5e-5); no KL anchor (beta 0.04 gained +1.0 at seed 0 and doubled the step).
 
     ``device="cuda"`` (not ``quick``) sizes it for one GPU (:data:`GPU_SIZED`). bf16 is what the demo wants; where
-    it runs on a CPU without bf16 kernels, :func:`countdown_rl.demo.stages.placed` turns it off (and says so).
+    it runs on a CPU without bf16 kernels, :func:`countdown_rl.demo.config.placed` turns it off (and says so).
     """
     # The chat prompt, temperature 0.7 under bf16 autocast, truncated completions masked, zero-advantage ones skipped.
     # No sampled evaluation (pass_k 0): 16 samples of 300 puzzles would take SmolLM2 longer on a CPU than its RL stage.

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from countdown_rl.algorithms.presets import display_name
-from countdown_rl.demo.stages import RECIPE_FILE, RESULTS_FILE, prepare_run_dir
+from countdown_rl.demo.run_dir import RECIPE_FILE, RESULTS_FILE, prepare_run_dir
 from countdown_rl.files import render_markdown_table, write_atomic, write_json_atomic
 from countdown_rl.runs.record import EXIT_INTERRUPTED
 from countdown_rl.tasks.base import clip_shown

@@ -202,7 +202,7 @@ def test_without_vllm_a_full_run_rolls_out_compiled_and_quick_plain(tiny_model_d
 def test_the_sft_traces_are_the_assistants_turn(tiny_model_dir, tmp_path):
     """The demo's SFT rows in the model's chat template: the loss covers exactly the assistant's answer (the trace,
     opening <think> itself, and the template's end of turn), never the prompt."""
-    from countdown_rl.demo.stages import demo_puzzles, trace_examples
+    from countdown_rl.demo.puzzles import demo_puzzles, trace_examples
     from countdown_rl.training.warmup import sft_trainer
 
     puzzles = demo_puzzles(pretrained.pretrained_config("x", quick=True).puzzles)["sft"][:4]

@@ -27,7 +27,8 @@ import pytest
 
 from countdown_rl.commands import demo as demo_cli
 from countdown_rl.demo import seeds
-from countdown_rl.demo.stages import RECIPE_FILE, RESULTS_FILE, blind_rule_by_model
+from countdown_rl.demo.run_dir import RECIPE_FILE, RESULTS_FILE
+from countdown_rl.demo.table import blind_rule_by_model
 from countdown_rl.evaluation.paired import paired_counts
 from tests.helpers.env import ROOT, crash_report, offline_env
 

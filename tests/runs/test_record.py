@@ -6,6 +6,8 @@ from dataclasses import replace
 import pytest
 
 from countdown_rl.demo import stages as demo
+from countdown_rl.demo.config import quick_config
+from countdown_rl.demo.run_dir import DEMO_SOURCE
 from countdown_rl.runs.guard import OutputDirError, check_output_dir
 from countdown_rl.runs.record import RUN_INFO, RunRecord, read_run_record, set_status, update_extra, write_run_record
 from countdown_rl.runs.reliability import plan_run
@@ -68,11 +70,11 @@ def test_the_guard_compares_the_recorded_recipe(tmp_path):
 
 
 def test_a_demo_stage_is_done_only_with_a_finished_record_of_the_same_settings(tmp_path):
-    config = demo.quick_config(output_dir=str(tmp_path))
+    config = quick_config(output_dir=str(tmp_path))
     stage = demo.sft_record(config)
     sft = tmp_path / "sft"
     assert not demo.sft_stage_done(sft, config)
-    record = RunRecord(algorithm="sft", source=demo.DEMO_SOURCE, extra={"demo_stage": stage})
+    record = RunRecord(algorithm="sft", source=DEMO_SOURCE, extra={"demo_stage": stage})
     write_run_record(sft, replace(record, status={"state": "running"}))
     assert not demo.sft_stage_done(sft, config)  # not finished
     write_run_record(sft, replace(record, status={"state": "finished"}))
@@ -94,7 +96,7 @@ def test_the_demo_trains_through_the_guard_and_resumes_from_the_newest_complete_
     puzzles = [{"nums": list(p["nums"]), "target": int(p["target"])} for p in generate_countdown(10, seed=0)]
     rows, held_out = puzzles[:8], puzzles[8:]
     run = tmp_path / "grpo"
-    config = demo.quick_config(output_dir=str(tmp_path), prompts_per_step=2, num_generations=2,
+    config = quick_config(output_dir=str(tmp_path), prompts_per_step=2, num_generations=2,
                                max_completion_length=8, save_steps=1, in_training_eval=0)
 
     def train(**settings):
@@ -104,7 +106,7 @@ def test_the_demo_trains_through_the_guard_and_resumes_from_the_newest_complete_
 
     train(max_steps=2)
     record = read_run_record(run)
-    assert record.source == demo.DEMO_SOURCE and record.recipe["max_steps"] == 2  # the record train writes
+    assert record.source == DEMO_SOURCE and record.recipe["max_steps"] == 2  # the record train writes
     assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
     # the newest checkpoint loses a file: a resume starts from checkpoint-1 and says which one it skipped
     damaged = run / "checkpoint-2"
