@@ -9,7 +9,9 @@
    ends a generation cycle (``steps_per_generation * num_iterations`` micro-steps: TRL buffers completions across
    steps, and a checkpoint inside a cycle would not resume bit-exactly), asks the Trainer to save a checkpoint
    there (model, optimizer, scheduler, RNG and the data position in ``trainer_state.json``) and to stop. A signal
-   during a scheduled save stops right after it (``on_save``): that checkpoint is already the current step.
+   during a scheduled save stops right after it (``on_save``): that checkpoint is already the current step. At the
+   last step (``max_steps``) a signal stops nothing: training ends there anyway and the run finishes as usual
+   (final save, evaluation, status ``finished``), not ``interrupted`` with no step left to train.
 3. The caller (:func:`countdown_rl.training.reliability.run_training`) records ``interrupted at step N`` in the run's
    status and exits with ``runs.record.EXIT_INTERRUPTED`` (75, EX_TEMPFAIL: "try again") and one line saying how
    to resume.
@@ -87,8 +89,16 @@ class PreemptionCallback(TrainerCallback):
         generate_every = trainer.args.steps_per_generation * getattr(trainer, "num_iterations", 1)
         return self.micro_step() % generate_every == 0
 
+    @staticmethod
+    def _training_left(state) -> bool:
+        # False at the last step: the Trainer stops there itself (DefaultFlowCallback), so a stop asked for now
+        # would record a finished run as interrupted. The same on every rank (one global_step): no collective is
+        # skipped on one rank only.
+        return state.global_step < state.max_steps
+
     def on_step_end(self, args, state, control, **kwargs):
-        if self.stopped_at is None and self._requested_anywhere() and self._at_cycle_end():
+        if self.stopped_at is None and self._training_left(state) and self._requested_anywhere() \
+                and self._at_cycle_end():
             self.stopped_at = state.global_step
             self.preemption.saving = True
             control.should_save = True
@@ -98,7 +108,7 @@ class PreemptionCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if self.stopped_at is not None:
             self.preemption.saving = False
-        elif self._requested_anywhere() and self._at_cycle_end():
+        elif self._training_left(state) and self._requested_anywhere() and self._at_cycle_end():
             # the signal came during a scheduled save: that checkpoint is the one to stop at, no extra step
             self.stopped_at = state.global_step
             control.should_training_stop = True

@@ -8,10 +8,15 @@
    (:mod:`countdown_rl.runs.non_finite`); :class:`NonFiniteCallback` stops training there with ``non_finite: stop``.
 3. :func:`run_training` trains under the signal handlers (:mod:`countdown_rl.runs.preemption`) and turns the way
    training ended into the run's status in ``run_info.json`` and, if it did not finish, one line and an exit code:
-   interrupted -> 75 (resume with ``--resume true``), non-finite -> 1.
+   interrupted -> 75 (resume with ``--resume true``), non-finite -> 1. A signal that came too late to stop
+   before the last step stops nothing (``runs.preemption``): one line says so and the run finishes.
+4. :class:`StepLimitMixin`: a run resumed from a checkpoint at ``max_steps`` (or past a lowered one) trains no
+   step. transformers' loop checks ``should_training_stop`` only after a step, so it would train one more
+   (``step 13/12``); ``get_batch_samples``, which it calls at the start of each step, stops it before any batch is
+   drawn, and the run goes on to its final save and evaluation.
 
-The mixins override private transformers methods, so they live in :mod:`countdown_rl.training` (pinned by
-``tests/training/test_trl_pin.py``).
+The mixins override private transformers methods (and a public one whose place in the private loop they rely on),
+so they live in :mod:`countdown_rl.training` (pinned by ``tests/training/test_trl_pin.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from countdown_rl.runs.record import EXIT_INTERRUPTED, EXIT_NON_FINITE, TRAINER_
 from countdown_rl.training.trainer import CountdownGRPOTrainer
 
 __all__ = ["AtomicCheckpointMixin", "NonFiniteCallback", "NonFiniteMixin", "ReliableCountdownGRPOTrainer",
-           "reliable_trainer_class", "run_training"]
+           "StepLimitMixin", "reliable_trainer_class", "run_training"]
 
 
 class AtomicCheckpointMixin:
@@ -116,17 +121,29 @@ class NonFiniteCallback(TrainerCallback):
         return control
 
 
-class ReliableCountdownGRPOTrainer(AtomicCheckpointMixin, NonFiniteMixin, CountdownGRPOTrainer):
-    """``CountdownGRPOTrainer`` with atomic checkpoints and the non-finite guard (mixins first: they wrap its
-    methods)."""
+class StepLimitMixin:
+    """Trainer mixin: no step past ``max_steps``, also when resumed at it (module docstring, 4)."""
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        if self.state.global_step >= self.state.max_steps:
+            # Only a resume gets here (a run's last step stops the loop itself). No batch: the loop trains nothing,
+            # breaks on the flag and ends training as usual (on_train_end, metrics); every rank alike.
+            self.control.should_training_stop = True
+            return [], None
+        return super().get_batch_samples(epoch_iterator, num_batches, device)
+
+
+class ReliableCountdownGRPOTrainer(AtomicCheckpointMixin, NonFiniteMixin, StepLimitMixin, CountdownGRPOTrainer):
+    """``CountdownGRPOTrainer`` with atomic checkpoints, the non-finite guard and the step limit (mixins first: they
+    wrap its methods)."""
 
 
 def reliable_trainer_class(base: type = CountdownGRPOTrainer) -> type:
-    """``base`` with atomic checkpoints and the non-finite guard: :class:`ReliableCountdownGRPOTrainer` for ours,
-    the same mixins on another trainer class."""
+    """``base`` with atomic checkpoints, the non-finite guard and the step limit:
+    :class:`ReliableCountdownGRPOTrainer` for ours, the same mixins on another trainer class."""
     if base is CountdownGRPOTrainer:
         return ReliableCountdownGRPOTrainer
-    return type(f"Reliable{base.__name__}", (AtomicCheckpointMixin, NonFiniteMixin, base), {})
+    return type(f"Reliable{base.__name__}", (AtomicCheckpointMixin, NonFiniteMixin, StepLimitMixin, base), {})
 
 
 def _say(prog: str, kind: str, message: str) -> None:
@@ -169,4 +186,8 @@ def run_training(trainer, checkpoint: str | None, *, non_finite: str = "stop",
                        signal=preemption.signal_name, checkpoint=str(last) if last else None)
             _say(prog, "stopped", message)
         return EXIT_INTERRUPTED
+    if preemption.requested and main:  # the line the signal printed promised a stop: say why there was none
+        _say(prog, "note", f"training reached its last step ({step} of {trainer.state.max_steps}) before "
+             f"{preemption.signal_name} could stop it: the run goes on to its final save and evaluation (a second "
+             "signal stops it; --resume true then trains no step)")
     return None

@@ -46,7 +46,7 @@ def test_a_run_stops_only_at_the_end_of_a_generation_cycle():
     preemption = Preemption()
     callback = PreemptionCallback(preemption, one_process_trainer(steps_per_generation=2, num_iterations=2),
                                   micro_step=lambda: micro_step[0])
-    state, control = TrainerState(), TrainerControl()
+    state, control = TrainerState(max_steps=8), TrainerControl()
     preemption.received.append("SIGTERM")
     for step, micro in ((1, 1), (2, 2), (3, 3)):  # a cycle is 2 x 2 = 4 micro-steps: no stop inside it
         state.global_step, micro_step[0] = step, micro
@@ -63,9 +63,25 @@ def test_a_run_stops_only_at_the_end_of_a_generation_cycle():
 def test_a_signal_during_a_scheduled_save_stops_after_that_checkpoint():
     preemption = Preemption()
     callback = PreemptionCallback(preemption, one_process_trainer(steps_per_generation=1), micro_step=lambda: 6)
-    state, control = TrainerState(global_step=6), TrainerControl()
+    state, control = TrainerState(global_step=6, max_steps=8), TrainerControl()
     callback.on_save(None, state, control)
     assert not control.should_training_stop  # no signal yet
     preemption.received.append("SIGINT")
     callback.on_save(None, state, control)
     assert control.should_training_stop and callback.stopped_at == 6 and not control.should_save
+
+
+def test_a_signal_at_the_last_step_stops_nothing():
+    """At ``max_steps`` the Trainer ends training itself: a stop asked for there would record a run that trained
+    every step as interrupted (and its resume would train a step past the end). Real runs: test_reliability.py."""
+    preemption = Preemption()
+    callback = PreemptionCallback(preemption, one_process_trainer(steps_per_generation=1), micro_step=lambda: 4)
+    state, control = TrainerState(global_step=4, max_steps=4), TrainerControl()
+    preemption.received.append("SIGTERM")
+    callback.on_step_end(None, state, control)  # the signal came during the last step
+    callback.on_save(None, state, control)  # or during its save
+    assert callback.stopped_at is None and not preemption.saving
+    assert not control.should_save and not control.should_training_stop  # the Trainer's own end, untouched
+    state.global_step = 3  # a step earlier, the same signal stops the run there
+    callback.on_step_end(None, state, control)
+    assert callback.stopped_at == 3 and control.should_save and control.should_training_stop

@@ -3,7 +3,8 @@
 1. Preemption: ``countdown-rl train`` runs as a real process (``tests/helpers/fault_run.py``) and gets a real
    signal during generation (SIGTERM twice), backward (SIGINT) or a checkpoint save (SIGUSR1 twice). It exits 75
    with one line saying how to resume, its status says ``interrupted`` at the step it stopped, no step that
-   finished is lost, and ``--resume true`` ends bit-identical to an uninterrupted run.
+   finished is lost, and ``--resume true`` ends bit-identical to an uninterrupted run. A signal during the last
+   step (or its save) stops nothing: the run finishes. A resume from a checkpoint at ``max_steps`` trains no step.
 2. Atomic checkpoints: SIGKILL while checkpoint-4 is written (``save_total_limit: 1``) leaves checkpoint-2 whole;
    resuming uses it (bit-exact). A truncated or deleted file makes a checkpoint skipped with a one-line warning.
 3. Non-finite: NaN gradients or a NaN loss stop the run at that step (one line, step and quantity; the last good
@@ -116,6 +117,57 @@ def test_a_signal_saves_a_checkpoint_and_the_resume_is_bit_exact(case, uninterru
     assert_bit_identical(uninterrupted / "model.safetensors", out / "model.safetensors")
     assert status(out)["state"] == "finished"
     assert json.loads((out / "run_info.json").read_text())["resumed_from"] == str(out / f"checkpoint-{step}")
+
+
+LAST_STEP_SIGNALS = {
+    # id: (fault, signal name), in the smoke recipe's last step (4 of 4; checkpoint-4 is a scheduled save)
+    "SIGTERM-in-the-last-generation": ("signal:generation:4:TERM", "SIGTERM"),
+    "SIGUSR1-in-the-last-save": ("signal:save:4:USR1", "SIGUSR1"),
+}
+
+
+@pytest.mark.comparison
+@pytest.mark.slow  # real signals to real processes
+@pytest.mark.parametrize("case", list(LAST_STEP_SIGNALS))
+def test_a_signal_at_the_last_step_lets_the_run_finish(case, uninterrupted, tiny_model_dir, puzzles, tmp_path):
+    """Training has no step left to stop at: the run is not recorded ``interrupted`` at step 4 (whose resume
+    trained a step 5 of 4), it finishes as an uninterrupted run does, and says why the signal stopped nothing."""
+    fault, name = LAST_STEP_SIGNALS[case]
+    out = tmp_path / "run"
+    run = fault_run(fault, tiny_model_dir, puzzles, out)
+    assert run.code == 0, crash_report(run.stderr)
+    assert "fault_run: 4 steps generated" in run.stderr
+    assert not [line for line in run.ours if "stopped:" in line]
+    [note] = [line for line in run.ours if ": note: " in line]
+    assert f"training reached its last step (4 of 4) before {name} could stop it" in note
+    assert status(out) == {"state": "finished", "step": 4, "message": None}
+    assert (out / "eval" / "eval.json").is_file()  # the final evaluation ran
+    assert_bit_identical(uninterrupted / "model.safetensors", out / "model.safetensors")
+
+
+def test_a_resume_from_a_checkpoint_at_max_steps_trains_no_step(uninterrupted, tiny_model_dir, puzzles, tmp_path,
+                                                                capfd):
+    """checkpoint-4 of a 4-step run, the run not finished: what a signal in the last step left before it let the
+    run finish, and what a kill during the final evaluation still leaves. transformers' loop would train a step 5
+    of 4 before checking its stop flag; the resume trains none, then saves, evaluates and records the run."""
+    from countdown_rl.runs.record import set_status
+
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted, out)
+    (out / "model.safetensors").unlink()
+    shutil.rmtree(out / "eval")
+    set_status(out, "interrupted", step=4, message="interrupted at step 4", signal="SIGTERM",
+               checkpoint=str(out / "checkpoint-4"))
+    run = fault_run_here("none", tiny_model_dir, puzzles, out, "--resume", "true", capfd=capfd)
+    assert run.code == 0, crash_report(run.stderr)
+    assert "fault_run: 0 steps generated" in run.stderr  # no rollout: no step 5
+    assert json.loads((out / "run_info.json").read_text())["resumed_from"] == str(out / "checkpoint-4")
+    assert status(out) == {"state": "finished", "step": 4, "message": None}
+    state = json.loads((out / "trainer_state.json").read_text())
+    assert state["global_step"] == 4 and [h["step"] for h in state["log_history"] if "loss" in h] == [1, 2, 3, 4]
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    assert_bit_identical(uninterrupted / "model.safetensors", out / "model.safetensors")
+    assert (out / "eval" / "eval.json").is_file()
 
 
 @pytest.mark.slow

@@ -137,6 +137,22 @@ def test_the_preemption_counter_is_the_micro_step():
     assert "steps_per_generation * self.num_iterations" in source
 
 
+def test_the_step_limit_comes_before_a_step():
+    """StepLimitMixin (training/reliability.py) overrides the public get_batch_samples, but relies on the private loop
+    around it: each optimizer step's batches are drawn through it before any training_step, and the stop flag it
+    sets is read once the (then empty) inner loop is done. GRPOTrainer overrides neither."""
+    from transformers import Trainer
+
+    source = inspect.getsource(Trainer._run_epoch)
+    draw = source.index("self.get_batch_samples(epoch_iterator, num_batches, self.args.device)")
+    inner = source.index("for i, inputs in enumerate(batch_samples):")
+    step = source.index("self.training_step(model, inputs, num_items_in_batch)")
+    assert draw < inner < step
+    # read inside the inner loop (after a step) and again after it, where an empty one ends up
+    assert source.count("if self.control.should_epoch_stop or self.control.should_training_stop:", step) == 2
+    assert "get_batch_samples" not in vars(GRPOTrainer) and "_run_epoch" not in vars(GRPOTrainer)
+
+
 def test_what_the_loss_hooks_rely_on():
     """training/config.py lists TRL's loss types, training/trainer.py knows what each one's reduction divides by
     (``full_batch_scale``) and makes TRL's dr_grpo divide by our constant through ``self.max_completion_length``."""
