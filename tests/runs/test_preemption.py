@@ -1,4 +1,5 @@
-"""Signals (``countdown_rl.runs.preemption``), in this process: the handlers, the flag and where a run stops.
+"""Signals (``countdown_rl.runs.preemption``), in this process: the handlers, the flag and where a run stops; and
+under ``accelerate launch``, the time its launcher leaves a signalled run to save.
 
 Real signals to a real training process, and the bit-exact resume after them: tests/training/test_reliability.py.
 """
@@ -7,11 +8,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from types import SimpleNamespace
 
 from transformers import TrainerControl, TrainerState
 
 from countdown_rl.runs.preemption import SIGNALS, Preemption, PreemptionCallback
+from tests.helpers.env import crash_report, hang_guard, offline_env
 
 
 def one_process_trainer(steps_per_generation: int = 2, num_iterations: int = 1) -> SimpleNamespace:
@@ -85,3 +90,51 @@ def test_a_signal_at_the_last_step_stops_nothing():
     state.global_step = 3  # a step earlier, the same signal stops the run there
     callback.on_step_end(None, state, control)
     assert callback.stopped_at == 3 and control.should_save and control.should_training_stop
+
+
+# A run whose step and checkpoint take SAVE_SECONDS after the signal (a real model's save takes longer still)
+SLOW_SAVE = """
+import sys, time
+from countdown_rl.runs.preemption import Preemption
+with Preemption("probe") as preemption:
+    print("probe: training", file=sys.stderr, flush=True)
+    while not preemption.requested:
+        time.sleep(0.05)
+    preemption.saving = True
+    time.sleep(float(sys.argv[1]))  # the step in flight, then the checkpoint
+print("probe: checkpoint saved", file=sys.stderr, flush=True)
+sys.exit(75)
+"""
+SAVE_SECONDS = 8
+
+
+def test_under_accelerate_launch_a_signalled_run_has_the_time_to_save_its_checkpoint(tmp_path):
+    # SLURM signals every process of the job step: the launcher and the run alike. The run's contract (module
+    # docstring) is one more step and a checkpoint however long they take; accelerate 1.16's launcher breaks it (on
+    # SIGTERM it signals its child again and SIGKILLs it 5 s later), hence pyproject's accelerate<1.16.
+    script = tmp_path / "slow_save.py"
+    script.write_text(SLOW_SAVE)
+    config = tmp_path / "cpu.yaml"
+    config.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nnum_processes: 1\n"
+                      "num_machines: 1\nuse_cpu: true\nmixed_precision: 'no'\ndynamo_backend: 'no'\n")
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config), "--quiet", str(script),
+         str(SAVE_SECONDS)], env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    lines = []
+    try:
+        for line in launcher.stdout:  # until the run trains (its handlers are in place)
+            lines.append(line)
+            if line.startswith("probe: training"):
+                break
+        signalled = time.monotonic()
+        os.killpg(launcher.pid, signal.SIGTERM)  # the launcher and the run, as scancel --signal=TERM does
+        lines += launcher.stdout.readlines()  # to the end of the output: the run's, not only the launcher's
+        launcher.wait(timeout=hang_guard(30))
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+    output = "".join(lines)
+    assert "probe: checkpoint saved" in output, crash_report(output)
+    assert "probe: received SIGTERM: finishing the current step" in output, crash_report(output)
+    assert time.monotonic() - signalled >= SAVE_SECONDS
