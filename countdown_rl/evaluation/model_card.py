@@ -28,11 +28,15 @@ def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
     >>> "- dr-grpo" in card and "Qwen/Qwen3-1.7B" in card and "- countdown" in card
     True
     """
+    import yaml
+
     algorithm = ALGORITHMS.get(record.algorithm)
     tags = ["countdown-rl", algorithm.tag if algorithm else record.algorithm, "trl", record.task]
-    front = ["---", f"base_model: {record.model}", "datasets:", f"- {record.dataset}", "library_name: transformers",
-             "tags:"]
-    front += [f"- {tag}" for tag in dict.fromkeys(tags)] + ["---", ""]
+    # YAML written by the YAML library: a dataset's description holds ": ", "{" and quotes (reasoning-gym's options),
+    # which written as plain text made front matter that the Hub's card parser (and PEFT's save) refused
+    metadata = {"base_model": record.model, "datasets": [record.dataset], "library_name": "transformers",
+                "tags": list(dict.fromkeys(tags))}
+    front = ["---", yaml.safe_dump(metadata, sort_keys=False, width=float("inf")).rstrip("\n"), "---", ""]
     name = display_name(record.algorithm)
     budget = "?" if record.max_completion_length is None else record.max_completion_length
     body = [
