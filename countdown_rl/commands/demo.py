@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_generations", type=int,
                    help=f"RL samples a prompt, the group its advantages compare (default {d.num_generations})")
     p.add_argument("--lora", action="store_true",
-                   help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model")
+                   help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model (on another task than "
+                   "Countdown at a learning rate of 1e-4 unless --learning_rate)")
     p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (a few minutes; no "
                    "gain expected)")
     p.add_argument("--resume", action="store_true",

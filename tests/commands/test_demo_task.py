@@ -5,6 +5,7 @@ import pytest
 
 from countdown_rl.commands import demo as demo_cli
 from countdown_rl.demo import task_rows
+from countdown_rl.demo.pretrained import pretrained_config
 
 
 def _refusal(argv, tmp_path, capsys) -> str:
@@ -62,6 +63,20 @@ def test_a_task_and_its_options_reach_the_config(tiny_model_dir):
     assert (tuned.grpo_learning_rate, tuned.prompts_per_step, tuned.num_generations) == (3e-5, 6, 4)
     countdown = demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--quick"]))
     assert (countdown.task, countdown.task_options, countdown.transfer_options) == ("countdown", (), ())
+
+
+def test_lora_on_another_task_trains_at_its_measured_rate_unless_given_one(tiny_model_dir):
+    def config(*argv):
+        return demo_cli.config_from_args(demo_cli.build_parser().parse_args(
+            ["--model_name_or_path", str(tiny_model_dir), "--task", "reasoning_gym", *argv]))
+
+    full, lora, given = config(), config("--lora"), config("--lora", "--learning_rate", "3e-5")
+    assert (full.lora, full.grpo_learning_rate) == (False, 1e-5)
+    assert (lora.lora, lora.grpo_learning_rate) == (True, 1e-4)
+    assert (given.lora, given.grpo_learning_rate) == (True, 3e-5)
+    countdown = demo_cli.config_from_args(demo_cli.build_parser().parse_args(  # Countdown keeps its own rate
+        ["--model_name_or_path", str(tiny_model_dir), "--lora"]))
+    assert countdown.lora and countdown.grpo_learning_rate == pretrained_config(str(tiny_model_dir)).grpo_learning_rate
 
 
 def test_several_runs_pass_the_task_on(tmp_path):
