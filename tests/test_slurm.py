@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.env import ROOT, crash_report, hang_guard, offline_env
+from tests.helpers.env import ROOT, crash_report, hang_guard, offline_env, write_cpu_accelerate_config
 SCRIPT = ROOT / "scripts" / "local_slurm.sh"
 SMOKE = ROOT / "recipes" / "smoke" / "cpu_tiny.yaml"
 FORMAT_COPY = ROOT / "recipes" / "format_copy" / "cpu_tiny.yaml"
@@ -251,9 +251,7 @@ def timed(slurm, warm_model, tmp_path_factory):
     base.update(model_name_or_path=str(warm_model), gradient_accumulation_steps=1, max_steps=STEPS,
                 save_steps=SAVE_STEPS, eval_strategy="no", test_size=16, final_eval_size=8, logging_steps=10)
     base_file = write_yaml(tmp / "base.yaml", base)
-    accelerate = write_yaml(tmp / "cpu.yaml", {"compute_environment": "LOCAL_MACHINE", "distributed_type": "NO",
-                                               "num_processes": 1, "num_machines": 1, "use_cpu": True,
-                                               "mixed_precision": "no", "dynamo_backend": "no"})
+    accelerate = write_cpu_accelerate_config(tmp / "cpu.yaml")
 
     def spec(name: str, **extra) -> Path:
         return write_yaml(tmp / f"{name}.yaml", {"name": name, "base": str(base_file), "axes": {"beta": [0.0]},

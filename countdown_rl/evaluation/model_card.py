@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from countdown_rl.algorithms.curriculum import describe_schedule
 from countdown_rl.algorithms.presets import ALGORITHMS, display_name
 from countdown_rl.evaluation.eval_files import EVAL_JSON, read_eval
@@ -28,8 +30,6 @@ def render_model_card(record: RunRecord, final_eval: dict | None) -> str:
     >>> "- dr-grpo" in card and "Qwen/Qwen3-1.7B" in card and "- countdown" in card
     True
     """
-    import yaml
-
     algorithm = ALGORITHMS.get(record.algorithm)
     tags = ["countdown-rl", algorithm.tag if algorithm else record.algorithm, "trl", record.task]
     # YAML written by the YAML library: a dataset's description holds ": ", "{" and quotes (reasoning-gym's options),

@@ -13,6 +13,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 
+def write_cpu_accelerate_config(path: Path) -> Path:
+    """An ``accelerate launch --config_file`` for one process on the CPU, at ``path``."""
+    path.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nnum_processes: 1\nnum_machines: 1\n"
+                    "use_cpu: true\nmixed_precision: 'no'\ndynamo_backend: 'no'\n")
+    return path
+
+
 def offline_env(**extra: str) -> dict[str, str]:
     """``os.environ`` plus no Hub, no telemetry, one OpenMP thread, quiet tokenizers, the fault handler and
     ``PYTHONPATH`` on this checkout; ``extra`` on top."""

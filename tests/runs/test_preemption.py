@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from transformers import TrainerControl, TrainerState
 
 from countdown_rl.runs.preemption import SIGNALS, Preemption, PreemptionCallback
-from tests.helpers.env import crash_report, hang_guard, offline_env
+from tests.helpers.env import crash_report, hang_guard, offline_env, write_cpu_accelerate_config
 
 
 def one_process_trainer(steps_per_generation: int = 2, num_iterations: int = 1) -> SimpleNamespace:
@@ -114,9 +114,7 @@ def test_under_accelerate_launch_a_signalled_run_has_the_time_to_save_its_checkp
     # SIGTERM it signals its child again and SIGKILLs it 5 s later), hence pyproject's accelerate<1.16.
     script = tmp_path / "slow_save.py"
     script.write_text(SLOW_SAVE)
-    config = tmp_path / "cpu.yaml"
-    config.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nnum_processes: 1\n"
-                      "num_machines: 1\nuse_cpu: true\nmixed_precision: 'no'\ndynamo_backend: 'no'\n")
+    config = write_cpu_accelerate_config(tmp_path / "cpu.yaml")
     launcher = subprocess.Popen(
         [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config), "--quiet", str(script),
          str(SAVE_SECONDS)], env=offline_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
