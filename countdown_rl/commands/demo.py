@@ -124,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lora", action="store_true",
                    help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model (on another task than "
                    "Countdown at a learning rate of 1e-4 unless --learning_rate)")
+    p.add_argument("--gradient_checkpointing", action="store_true",
+                   help="the warm-up's and RL's backward passes recompute each layer's activations instead of keeping "
+                   "them: less memory for more time (SmolLM2 on reasoning_gym: see docs/demo.md); RL's gradients "
+                   "then differ in the last digits, so a run's figures differ from one without it")
     p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (a few minutes; no "
                    "gain expected)")
     p.add_argument("--resume", action="store_true",
@@ -222,6 +226,8 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         options, transfer = demo_options(args.task, args.task_options, args.transfer_options)
         overrides.update(task=args.task, task_options=options, transfer_options=transfer)
     overrides.update(rl)
+    if args.gradient_checkpointing:
+        overrides["gradient_checkpointing"] = True
     if args.sft_steps is not None:
         overrides["sft_steps"] = args.sft_steps
     if args.max_steps is not None:

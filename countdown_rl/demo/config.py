@@ -127,6 +127,11 @@ class DemoConfig:
     # kernels a step costs ~0.7x an fp32 one; vLLM's rollouts are bf16 either way. The demo's wish: :func:`placed`
     # keeps it (and sft_bf16) only where the device computes bf16, fp32 elsewhere (emulated bf16 is 15-60x slower)
     bf16: bool = False
+    # The warm-up's and RL's backward passes recompute each layer's activations instead of keeping them (transformers'
+    # gradient checkpointing), for a second forward's time. The warm-up's gradients stay the same bit for bit, RL's
+    # differ in the last digits (so off by default: the measured figures were made without it); the SmolLM2 demo on
+    # reasoning_gym peaks lower with it (benchmarks/results/real-model.md, "Memory")
+    gradient_checkpointing: bool = False
     # where every stage runs: "auto" (CUDA when torch sees a GPU, else the CPU), "cuda" or "cpu"
     device: str = "auto"
     # The task (countdown_rl.tasks' registry) and its options: Countdown's puzzles (``puzzles``) by default; another

@@ -32,7 +32,6 @@ Evaluations go through vLLM where it is installed (one eager engine per model), 
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import time
@@ -76,6 +75,7 @@ from countdown_rl.demo.table import (
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
 from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
+from countdown_rl.runs.memory import release_memory
 from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR
 from countdown_rl.tasks import get_task
 
@@ -275,7 +275,7 @@ def sft_stage(config: DemoConfig, rows: DemoRows, base_dir: Path, sft_dir: Path)
     traces, or another task's demonstrations (its format: the answer in tags)."""
     settings = {"steps": config.sft_steps, "batch_size": config.sft_batch_size,
                 "learning_rate": config.sft_learning_rate, "seed": config.seed, "use_cpu": config.device == "cpu",
-                "bf16": config.sft_bf16}
+                "bf16": config.sft_bf16, "gradient_checkpointing": config.gradient_checkpointing}
     if config.task == "countdown":
         sft_warmup_on_traces(base_dir, sft_dir, rows.parts["sft"], trace=config.trace, show_progress=not config.quick,
                              template=config.prompt_template, **settings)
@@ -354,7 +354,7 @@ class _Evaluator:
                 device=self.config.device, task=job.task or self.task,
                 task_options=self.config.task_options if job.options is None else job.options, **sampling)
         del engine
-        gc.collect()
+        release_memory()
         return results
 
     def _engine(self, model_dir: Path):
@@ -449,6 +449,7 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
         print_header(f"SFT warm-up: {config.sft_steps} steps x {config.sft_batch_size} {rows.sft_what} in the chat "
                      f"template -> {sft_dir}")
         sft_stage(config, rows, base_dir, sft_dir)
+        release_memory()  # the warm-up's trainer, model and optimiser
         finish_stage(sft_dir, sft_record, model=str(base_dir), dataset=dataset)
     timings["sft_s"] = time.time() - t
     t = time.time()
@@ -474,7 +475,7 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
         print(f"resumed from {run.trained.resumed_from}")
     global_step = run.trained.global_step
     del run  # the trainer's engine and model: the final evaluation loads the saved model
-    gc.collect()
+    release_memory()  # the RL stage's peak, kept by the heap otherwise while the evaluation's engine runs
     final_dir = run_dir / "merged" if config.lora else run_dir
     timings["rl_s"] = time.time() - t
     t = time.time()

@@ -108,7 +108,7 @@ def sft_warmup_on_traces(
     prompt is the chat one and the trace, opening ``<think>`` itself, is the assistant's turn of the model's chat
     template (:func:`countdown_rl.training.warmup.sft_examples`). ``sft`` goes to
     :func:`countdown_rl.training.warmup.sft_warmup` (``steps``, ``batch_size``, ``learning_rate``, ``use_cpu``,
-    ``bf16``).
+    ``bf16``, ``gradient_checkpointing``).
     """
     from countdown_rl.training.warmup import sft_warmup
 
@@ -220,7 +220,8 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
         "eval_strategy": "steps" if in_training_eval else "no", "eval_steps": config.eval_steps,
         "per_device_eval_batch_size": max(config.num_generations,
                                           64 // config.num_generations * config.num_generations),
-        "use_cpu": device_of(config) == "cpu", "bf16": config.bf16, "gradient_checkpointing": False,
+        "use_cpu": device_of(config) == "cpu", "bf16": config.bf16,
+        "gradient_checkpointing": config.gradient_checkpointing,
         "report_to": "none",
         "seed": config.seed, "data_seed": config.seed,
         "disable_tqdm": True,  # the short progress lines replace the bar and its log dicts
@@ -337,7 +338,7 @@ def warm_start(config: DemoConfig) -> WarmStart:
             base_dir, sft_dir, puzzles["sft"], steps=config.sft_steps, batch_size=config.sft_batch_size,
             learning_rate=config.sft_learning_rate, trace=config.trace, min_failed=config.min_failed,
             max_failed=config.max_failed, seed=config.seed, show_progress=not config.quick, bf16=config.sft_bf16,
-            use_cpu=config.device == "cpu",
+            use_cpu=config.device == "cpu", gradient_checkpointing=config.gradient_checkpointing,
         )
         finish_stage(sft_dir, record, model=str(base_dir), dataset=config.puzzles.describe())  # last: complete
     return WarmStart(puzzles, sft_dir, record)

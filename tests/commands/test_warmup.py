@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 from safetensors.torch import load_file
+from transformers import TrainerCallback
 
 from countdown_rl.cli import main
 
@@ -51,6 +52,38 @@ def test_sft_under_bf16_autocast_takes_the_same_step_to_rounding_and_keeps_fp32_
         losses[bf16] = trainer.state.log_history[0]["loss"]
         assert {p.dtype for p in trainer.model.parameters()} == {torch.float32}
     assert losses[True] != losses[False] and losses[True] == pytest.approx(losses[False], rel=1e-2)
+
+
+@pytest.mark.comparison  # CI runs it again under another processor's kernels
+def test_sft_with_gradient_checkpointing_recomputes_the_activations_and_gives_the_same_gradients(tiny_model_dir,
+                                                                                                 tmp_path):
+    """``sft_trainer(gradient_checkpointing=True)`` (the demo's ``--gradient_checkpointing``): the model recomputes
+    each layer's activations in the backward pass, and the gradients of a batch are those without it. The
+    recomputation repeats the forward's operations on the same inputs, so the loss is the same bit for bit; the
+    gradients may differ only in the order a tied weight's two parts are summed: float32 roundings (rel 1e-5)."""
+    from countdown_rl.tasks import get_task
+    from countdown_rl.training.warmup import sft_trainer, task_examples
+
+    task = get_task("countdown")
+    examples = task_examples(task, [task.prepare_row(r) for r in task.generate(8, seed=3)], "chat")
+    class Gradients(TrainerCallback):  # what the optimiser is about to apply, and whether the model recomputed
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            self.recomputed = model.is_gradient_checkpointing
+            self.grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+
+    losses, grads = {}, {}
+    for checkpointing in (False, True):
+        seen = Gradients()
+        trainer = sft_trainer(tiny_model_dir, tmp_path / f"out-{checkpointing}", examples, steps=1, batch_size=8,
+                              gradient_checkpointing=checkpointing, callbacks=[seen])
+        trainer.train()
+        assert seen.recomputed is checkpointing
+        losses[checkpointing], grads[checkpointing] = trainer.state.log_history[0]["loss"], seen.grads
+    assert losses[True] == losses[False]
+    assert grads[True].keys() == grads[False].keys()
+    for name, grad in grads[False].items():
+        assert grad.abs().sum() > 0 or name.endswith("bias"), name
+        torch.testing.assert_close(grads[True][name], grad, rtol=1e-5, atol=1e-8, msg=name)
 
 
 def test_the_chat_completion_mask_covers_exactly_the_assistants_answer(tiny_model_dir, tmp_path):

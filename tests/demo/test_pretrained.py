@@ -54,16 +54,18 @@ def _run(argv, env=None):
 
 def _quick_then_lora_resume(model: str, out) -> str:
     """A quick run (its files and tables checked), then its RL run removed (as if stopped between SFT and RL) and
-    ``--resume --lora``, which reads back the SFT model and the base evaluation: returns the second run's log.
-    Both in this process (:func:`_run`)."""
+    ``--resume --lora --gradient_checkpointing`` (an adapter trained through recomputed activations), which reads
+    back the SFT model and the base evaluation: returns the second run's log. Both in this process (:func:`_run`)."""
     code, first = _run(["--model_name_or_path", model, "--quick", "--output_dir", str(out)])
     assert code == 0, first[-3000:]
     results = json.loads((out / "grpo" / pretrained.RESULTS_FILE).read_text())
     _check_files_and_table(out, first, results, model, own_process=False)
     sft_weights = (out / "sft" / "model.safetensors").stat().st_mtime_ns
     shutil.rmtree(out / "grpo")
-    code, resumed = _run(["--model_name_or_path", model, "--quick", "--lora", "--output_dir", str(out), "--resume"])
+    code, resumed = _run(["--model_name_or_path", model, "--quick", "--lora", "--gradient_checkpointing",
+                          "--output_dir", str(out), "--resume"])
     assert code == 0, resumed[-3000:]
+    assert read_run_record(out / "grpo").recipe["gradient_checkpointing"] is True  # TRL's field, as asked
     assert (out / "sft" / "model.safetensors").stat().st_mtime_ns == sft_weights  # SFT was reused, not retrained
     _check_reused(out, resumed)
     return resumed

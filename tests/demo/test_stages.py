@@ -300,6 +300,16 @@ def test_flags_override_the_presets():
         demo_cli.main(["--max-steps", "0"])
 
 
+def test_gradient_checkpointing_is_asked_for_and_reaches_the_rl_recipe():
+    """Off unless asked (the measured figures were made without it); asked, the RL recipe takes TRL's field (the
+    warm-up's: tests/commands/test_warmup.py, whose trainer is shown to recompute)."""
+    off = demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--quick"]))
+    on = demo_cli.config_from_args(demo_cli.build_parser().parse_args(["--quick", "--gradient_checkpointing"]))
+    assert (off.gradient_checkpointing, on.gradient_checkpointing) == (False, True)
+    assert demo.rl_recipe(off, "sft", "run", num_eval=4)["gradient_checkpointing"] is False
+    assert demo.rl_recipe(on, "sft", "run", num_eval=4)["gradient_checkpointing"] is True
+
+
 def test_bad_trace_settings_fail_before_anything_is_written(tmp_path):
     for bad in ({"trace": "beam"}, {"trace": "search", "max_failed": -1}, {"min_failed": 2, "max_failed": 1}):
         config = quick_config(output_dir=str(tmp_path / "out"), **bad)
