@@ -4,8 +4,8 @@
 2. glibc's ``malloc_trim(0)`` returns the free pages inside the heap to the system. glibc serves a large block from
    the heap once its mmap threshold has risen (it does after the first large block is freed) and keeps the block's
    pages when it is freed, so a process would hold its largest stage's peak for the rest of its life: measured on
-   the SmolLM2 demo, 5 GB after the format warm-up and 15 GB after the RL stage, held through the evaluations after
-   them (whose vLLM engine runs in processes of its own).
+   the SmolLM2 demo, 5 GB after the format warm-up (1-2 GB with the trim) and 15 GB after the RL stage (8.4 GB),
+   held through the evaluations after them.
 3. Without glibc (macOS, musl): the collection alone.
 
 >>> release_memory() in (True, False)
