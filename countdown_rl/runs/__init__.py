@@ -12,6 +12,7 @@
   resume from.
 - :mod:`.preemption`: SIGTERM / SIGINT / SIGUSR1 save a checkpoint and stop.
 - :mod:`.non_finite`: the check that keeps a NaN or infinite loss or gradient norm from the weights.
+- :mod:`.memory`: the heap a finished stage freed, given back to the system before the next.
 - :mod:`.reliability`: the checks and the plan ``countdown-rl train`` and the demo make before training.
 - :mod:`.hub`: the Hub around a run: settings before pushing, the push itself.
 
