@@ -15,7 +15,6 @@ True
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import gc
 
@@ -24,10 +23,9 @@ __all__ = ["release_memory"]
 
 @functools.cache
 def _malloc_trim():
-    name = ctypes.util.find_library("c")
     try:
-        return getattr(ctypes.CDLL(name), "malloc_trim") if name else None
-    except (OSError, AttributeError):  # no C library of that name, or one without glibc's extension
+        return ctypes.CDLL(None).malloc_trim  # the process's own C library: no search for it on disk
+    except AttributeError:  # not glibc's
         return None
 
 
