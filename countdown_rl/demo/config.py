@@ -79,6 +79,11 @@ class DemoConfig:
     max_steps: int = 500
     prompts_per_step: int = 4
     num_generations: int = 8
+    # Completions one training forward and backward holds (TRL's per_device_train_batch_size): the step's
+    # prompts_per_step x num_generations completions go through in micro-batches of this many, their gradients
+    # accumulated (the same update up to float rounding; a multiple of num_generations, so groups stay whole). Its
+    # activations and logits are most of RL's memory on a real model. None: the whole step at once.
+    per_device_train_batch_size: int | None = None
     grpo_learning_rate: float = 1e-4
     # 0.3 with dynamic sampling (below): tuned on seeds 0-2, then run on seeds 13-15 chosen in advance, GRPO gained
     # +6.0 to +12.0 points (p < 0.05 at each) where temperature 0.7 without it gained +0.3 at seed 13; paired on the

@@ -56,6 +56,7 @@ from countdown_rl.demo.run_dir import (
 )
 from countdown_rl.demo.stages import (
     demo_record,
+    rl_batches,
     evaluate_stage,
     rl_recipe,
     sft_precision,
@@ -75,6 +76,7 @@ from countdown_rl.demo.table import (
 from countdown_rl.evaluation.eval_files import EVAL_JSON
 from countdown_rl.files import write_json_atomic
 from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
+from countdown_rl.generation.vllm_settings import bind_every_core, engine_dtype
 from countdown_rl.runs.memory import release_memory
 from countdown_rl.runs.record import FINAL_EVAL_DIR, ZERO_SHOT_DIR
 from countdown_rl.tasks import get_task
@@ -147,12 +149,14 @@ def pretrained_config(model: str, quick: bool = False, task: str = "countdown", 
 # (benchmarks/results/real-model.md, "SmolLM2 on reasoning-gym's default mixture"): 30 warm-up steps bring the answer
 # format to 100% on held-out rows; RL at 1e-5 with dynamic sampling gained +7.5 points (p 0.0003) and kept pass@4,
 # where 2e-5 without it gained +3.7 (p 0.2) and narrowed pass@4 by 11 points; its held-out accuracy was as high at
-# step 20 as at step 40, so 30 steps: +13.0 (p 7e-08) at seed 1, the whole run 26.6 minutes.
+# step 20 as at step 40, so 30 steps: +13.0 (p 7e-08) at seed 1, the whole run 26.6 minutes. The step's 64
+# completions train in micro-batches of 16 (two groups; the same update up to float rounding): a whole step's
+# activations and logits (SmolLM2's vocabulary is 49,152) were most of the RL stage's 16.4 GB.
 TASK_SIZED = {"puzzles": PuzzleSpec(num_sft=240, num_rl=640, num_eval=400), "sft_steps": 30, "sft_batch_size": 8,
               "sft_learning_rate": 5e-5, "sft_bf16": True, "max_steps": 30, "prompts_per_step": 8,
               "num_generations": 8, "grpo_learning_rate": 1e-5, "temperature": 1.0, "dynamic_sampling": True,
               "max_completion_length": 48, "pass_k": 4, "num_transfer": 300, "save_steps": 10, "eval_steps": 15,
-              "in_training_eval": 64, "eval_batch_size": 256}
+              "in_training_eval": 64, "eval_batch_size": 256, "per_device_train_batch_size": 16}
 # With --lora (an adapter of rank 16, alpha 32, on every linear layer of the warm-up model), RL's rate: chosen at seed 1
 # (real-model.md, the trials' run 4): +11.0 points (p 6e-08) where full fine-tuning at 1e-5 gained +13.0.
 TASK_LORA_LEARNING_RATE = 1e-4
@@ -333,6 +337,7 @@ class _Evaluator:
         """Evaluate ``model_dir`` on each job; one engine serves them all. Returns each job's results (one per
         budget) under its name."""
         from countdown_rl.evaluation.eval_files import read_eval
+        from countdown_rl.generation.vllm_settings import engine_settings
 
         todo = {name for name, job in jobs.items() if not self.reusable(job, stage)}
         engine = self._engine(model_dir) if todo and self.backend == "vllm" else None
@@ -343,7 +348,8 @@ class _Evaluator:
                 results[name] = read_eval(job.out_dir)["results"]
                 continue
             job_stage = job.stage(stage)
-            meta = {"model": str(model_dir), "dataset": dataset, "stage": stage["stage"], "demo_stage": job_stage}
+            meta = {"model": str(model_dir), "dataset": dataset, "stage": stage["stage"], "demo_stage": job_stage,
+                    **({"vllm_engine": engine_settings(engine)} if engine is not None else {})}
             sampling = ({"temperature": job.temperature, "num_samples": job.samples, "seed": self.config.seed}
                         if job.samples > 1 else {})
             model = engine if engine is not None else str(model_dir)
@@ -360,8 +366,10 @@ class _Evaluator:
     def _engine(self, model_dir: Path):
         from countdown_rl.generation.sampling import vllm_engine
 
-        # Eager: one engine per model, so compiling each (1.5-2 min on 2 cores) would cost more than it saves.
-        return vllm_engine(model_dir, seed=self.config.seed, enforce_eager=True, max_model_len=1024)
+        # Eager: one engine per model, so compiling each (1.5-2 min on 2 cores) would cost more than it saves. The
+        # dtype the run placed (fp32 on a CPU without bf16 kernels), not vLLM's auto (bf16 on every x86 CPU).
+        return vllm_engine(model_dir, dtype=engine_dtype(self.config.bf16, device=self.config.device),
+                           seed=self.config.seed, enforce_eager=True, max_model_len=1024)
 
 
 def _minutes(seconds: float | None) -> str:
@@ -387,9 +395,12 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
         raise ValueError(f"--output_dir {out} exists and is not a folder")
     check_demo_model(str(config.model_name_or_path))
     config, placement = placed(config)  # --device cuda without a GPU: one line, before anything loads
+    rl_batches(config)  # a micro-batch that splits a group: one line, before anything loads
     rows = demo_rows(config)  # a task's bad options or too few rows: one line, before anything loads
     setup_environment(config.num_threads)
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB per engine: short prompts, 2 cores
+    # GiB per engine: an evaluation's prompts and answers are ~150 tokens (23k tokens of fp32 SmolLM2 KV a GiB), and 2
+    # cores are busy long before 150 sequences run at once
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the demo prints a line per stage; vLLM's INFO buries them
     run_dir = out / config.algorithm
     prepare_run_dir(run_dir, config.resume)
@@ -415,6 +426,12 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
           f"out{reference}; evaluations through {evaluator.backend}, rollouts through {backend}"
           + (f" ({why_not_vllm})" if why_not_vllm else ""))
     print(placement_line(placement), flush=True)
+    engines = [what for what, name in (("rollouts", backend), ("evaluations", eval_backend)) if name == "vllm"]
+    vllm_run = {}
+    if engines:  # each engine's dtype and threads, said once; what each engine got goes to its record
+        binding = bind_every_core() if config.device == "cpu" else "the GPU"
+        vllm_run = {"vllm_dtype": engine_dtype(config.bf16, device=config.device), "vllm_binding": binding}
+        print(f"vLLM for the {' and '.join(engines)}: {vllm_run['vllm_dtype']}, threads on {binding}", flush=True)
     budgets_of = {"held_out": [budget], "transfer": sorted(config.transfer_budgets)}
 
     def jobs(eval_dir: Path, transfer_dir: Path, sampled_dir: Path | None = None) -> dict[str, EvalJob]:
@@ -468,7 +485,8 @@ def run_pretrained_demo(config: DemoConfig, own_process: bool = False) -> dict[s
     recipe = rl_recipe(config, sft_dir, run_dir, num_eval=len(parts["eval"]), generation=rollout_keys(backend),
                        final_eval=False)
     run_info = {"base_model": str(config.model_name_or_path), **source.record, "rollout_backend": backend,
-                "eval_backend": eval_backend, "why_not_vllm": why_not_vllm, "lora": config.lora, "placement": placement}
+                "eval_backend": eval_backend, "why_not_vllm": why_not_vllm, "lora": config.lora, "placement": placement,
+                **vllm_run}
     run = train_rl(recipe, parts["rl"], parts["eval"], record=demo_record(sft_dir, dataset, parts, run_info),
                    show_progress=not config.quick)
     if run.trained.resumed_from:

@@ -93,7 +93,8 @@ def threads_per_run(jobs: int, cores: int | None = None) -> int:
 def jobs_at_once(runs: int, jobs: int | None, *, real_model: bool) -> int:
     """Demo processes at once: ``jobs`` where given; else all ``runs`` for the tiny model, and one at a time for a
     real model (``--model_name_or_path``), whose run alone takes every core and, for SmolLM2 on a CPU with its
-    colocated vLLM engine, up to 18 GB: six at once would not fit a 24 GB machine.
+    colocated vLLM engine, several GB (docs/demo.md, "Time and memory of the real-model demo"): six at once would
+    not fit a 24 GB machine.
 
     >>> jobs_at_once(6, None, real_model=False), jobs_at_once(6, None, real_model=True), jobs_at_once(6, 2, real_model=True)
     (6, 1, 2)

@@ -169,6 +169,25 @@ def evaluate_stage(
     return results
 
 
+def rl_batches(config: DemoConfig) -> tuple[int, int]:
+    """(completions a training forward and backward holds, micro-batches a step) of the RL stage: the step's
+    ``prompts_per_step x num_generations`` completions in micro-batches of ``per_device_train_batch_size`` (whole
+    groups); a size that does not divide the step or splits a group is one line (ValueError), checked before anything
+    loads.
+
+    >>> from countdown_rl.demo.config import quick_config
+    >>> rl_batches(quick_config(prompts_per_step=4, num_generations=4, per_device_train_batch_size=8))
+    (8, 2)
+    """
+    batch = config.prompts_per_step * config.num_generations
+    micro = batch if config.per_device_train_batch_size is None else config.per_device_train_batch_size
+    if micro <= 0 or batch % micro or micro % config.num_generations:
+        raise ValueError(f"--per_device_train_batch_size {micro} must divide the step's {batch} completions "
+                         f"(prompts_per_step x num_generations) and be a multiple of --num_generations "
+                         f"{config.num_generations} (whole groups)")
+    return micro, batch // micro
+
+
 def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, num_eval: int,
               generation: Mapping[str, Any] | None = None, final_eval: bool = True,
               reward_funcs: Sequence[str] | None = None) -> dict[str, Any]:
@@ -191,7 +210,7 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
     """
     from countdown_rl.tasks import task_class
 
-    batch = config.prompts_per_step * config.num_generations
+    micro, accumulation = rl_batches(config)
     in_training_eval = min(config.in_training_eval, num_eval)
     reward_funcs = task_class(config.task).default_reward_funcs if reward_funcs is None else reward_funcs
     recipe = {
@@ -205,8 +224,8 @@ def rl_recipe(config: DemoConfig, sft_dir: str | Path, run_dir: str | Path, *, n
         "final_eval_size": None if final_eval else 0, "resume": config.resume,
         # the run
         "output_dir": str(run_dir), "algorithm": config.algorithm, "max_steps": config.max_steps,
-        "per_device_train_batch_size": batch, "num_generations": config.num_generations,
-        "gradient_accumulation_steps": 1, "num_iterations": 1,
+        "per_device_train_batch_size": micro, "num_generations": config.num_generations,
+        "gradient_accumulation_steps": accumulation, "num_iterations": 1,
         "max_completion_length": config.max_completion_length,
         "budget_schedule": [list(pair) for pair in config.budget_schedule] if config.budget_schedule else None,
         "temperature": config.temperature, "beta": config.beta,

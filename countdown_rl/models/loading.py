@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ADAPTER_CONFIG", "adapter_base", "is_adapter", "load_causal_lm", "load_evaluated_model",
-           "load_model_config", "load_recipe_model", "load_tokenizer", "merge_saved_adapter", "torch_dtype"]
+           "load_model_config", "load_recipe_model", "load_tokenizer", "merge_saved_adapter", "torch_dtype",
+           "vllm_cpu_dtype"]
 
 ADAPTER_CONFIG = "adapter_config.json"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
@@ -98,10 +99,22 @@ def adapter_base(path: str | Path, key: str = "--model_name_or_path") -> str:
     return base
 
 
+def vllm_cpu_dtype(dtype: str) -> str:
+    """``dtype`` for a vLLM engine: ``auto`` on vLLM's CPU platform is this CPU's precision (bfloat16 with bf16
+    kernels, else float32), never vLLM's own ``auto`` (bfloat16 on every x86 CPU, emulated without the kernels)."""
+    from countdown_rl.generation.vllm_settings import engine_dtype
+    from countdown_rl.generation.vllm_sync import vllm_on_cpu
+    from countdown_rl.runs.device import cpu_has_bf16_kernels
+
+    if dtype != "auto" or not vllm_on_cpu():
+        return dtype
+    return engine_dtype(cpu_has_bf16_kernels())
+
+
 def _vllm_engine(path: str, dtype: str, seed: int, kwargs: dict[str, Any] | None):
     from countdown_rl.generation.sampling import vllm_engine
 
-    return vllm_engine(path, dtype=dtype, seed=seed, **(kwargs or {}))
+    return vllm_engine(path, dtype=vllm_cpu_dtype(dtype), seed=seed, **(kwargs or {}))
 
 
 def load_evaluated_model(

@@ -30,13 +30,15 @@ from countdown_rl.algorithms.curriculum import budget_at, parse_budget_schedule,
 from countdown_rl.algorithms.presets import ALGORITHMS
 from countdown_rl.generation.backends import BACKENDS, backend_names
 
-__all__ = ["HYBRID_LOSS_TYPES", "REDUCTION_TO_LOSS_TYPE", "TRL_LOSS_TYPES", "CountdownGRPOConfig",
+__all__ = ["HYBRID_LOSS_TYPES", "REDUCTION_TO_LOSS_TYPE", "TRL_LOSS_TYPES", "VLLM_DTYPES", "CountdownGRPOConfig",
            "reconcile_backend_keys"]
 
 # TRL 1.16's loss types (GRPOConfig.loss_type's help; tests/training/test_trl_pin.py checks the list)
 TRL_LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo")
 # our reduction -> the TRL loss_type that reduces the same way (its twin)
 REDUCTION_TO_LOSS_TYPE = {"masked_mean": "grpo", "masked_mean_drgrpo": "dr_grpo", "token_mean": "bnpo"}
+# vllm_dtype's values (vLLM's names); unset, the trainer takes the run's precision (generation.vllm_settings)
+VLLM_DTYPES = ("auto", "float32", "bfloat16", "float16")
 LOSS_TYPE_TO_REDUCTION = {loss_type: reduction for reduction, loss_type in REDUCTION_TO_LOSS_TYPE.items()}
 # hybrid = alpha * TRL's first loss + (1 - alpha) * its second; loss_type then names the second (the clip family)
 HYBRID_LOSS_TYPES = ("dr_grpo", "grpo")
@@ -219,6 +221,17 @@ class CountdownGRPOConfig(GRPOConfig):
         },
     )
 
+    vllm_dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "use_vllm, colocate mode: the dtype the colocated vLLM engine computes in ('float32', "
+            "'bfloat16', 'float16', or vLLM's own 'auto'). Default: the run's precision: 'bfloat16' with bf16, "
+            "'float16' with fp16, else 'float32' on a CPU (vLLM's 'auto' makes a float32 model bfloat16 on every "
+            "x86 CPU, emulated and 15-60x slower where the CPU has no bf16 kernels) and 'auto' on a GPU.",
+            "choices": list(VLLM_DTYPES),
+        },
+    )
+
     budget_schedule: list[list[int]] | None = field(
         default=None,
         metadata={"help": "Completion-budget curriculum: [[start_step, budget], ...] (YAML [[0, 256], [40, 512], "
@@ -262,6 +275,8 @@ class CountdownGRPOConfig(GRPOConfig):
     def settle_countdown_keys(self) -> None:
         """Our part of ``__post_init__``: validate our keys and settle them against TRL's (module docstring)."""
         reconcile_backend_keys(self)  # generation_backend vs use_vllm / continuous batching / buckets
+        if self.vllm_dtype is not None and self.vllm_dtype not in VLLM_DTYPES:
+            raise ValueError(f"vllm_dtype must be one of {list(VLLM_DTYPES)}, got {self.vllm_dtype!r}")
         buckets = self.generation_prompt_buckets
         if buckets is not None and (not buckets or min(buckets) <= 0):
             raise ValueError(f"generation_prompt_buckets must be positive token counts, got {buckets}")

@@ -32,6 +32,7 @@ What comes after (final evaluation, card, Hub push, adapter merge) is :func:`run
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from countdown_rl.runs.device import describe_precision
 from countdown_rl.runs.engine import Engine, check_launch, describe_engine, same_engine
+from countdown_rl.runs.memory import drop_import_tracebacks
 from countdown_rl.runs.record import RunRecord, write_run_record
 
 if TYPE_CHECKING:
@@ -98,6 +100,26 @@ def progress_callback(every: int, prefix: str = " "):
     return ShortProgress()
 
 
+def _frees_import_frames(function):
+    """``function``, then :func:`countdown_rl.runs.memory.drop_import_tracebacks`, however it ends.
+
+    The trainer's first import (TRL's GRPO trainer, which imports vLLM) usually happens under :func:`train_grpo` and
+    :func:`run_recipe`. vLLM keeps the ImportError it caught at import (``torchcodec``) as a module global, and its
+    traceback's frames reach, through ``f_back``, every frame that was on the stack then: these two functions'
+    frames, which keep their locals (the model, the trainer, hence its optimiser) for as long as that traceback
+    lives. Dropping it when they return leaves the run to its caller: ``del run`` and ``gc.collect()`` free it
+    (``tests/training/test_pipeline_release.py``)."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        finally:
+            drop_import_tracebacks()
+
+    return wrapper
+
+
 class TrainerSetupError(ValueError):
     """The trainer could not be built from these settings (e.g. a LoRA target matching no layer): nothing ran."""
 
@@ -117,6 +139,7 @@ class TrainedRun:
         return self.trainer.accelerator.unwrap_model(self.trainer.model)
 
 
+@_frees_import_frames
 def train_grpo(
     model: Any,
     tokenizer: Any,
@@ -189,10 +212,12 @@ def train_grpo(
             use_peft=peft_config is not None,
             num_processes=trainer.accelerator.num_processes,
             resumed_from=resume_from_checkpoint,
-            # what runs: the log-prob pass (prompt-once or plain, why), the rollouts (rewritten on a fallback) and
-            # the precision (device, autocast, weights; bf16 emulated on a CPU without bf16 kernels)
+            # what runs: the log-prob pass (prompt-once or plain, why), the rollouts (rewritten on a fallback), the
+            # precision (device, autocast, weights; bf16 emulated on a CPU without bf16 kernels) and the colocated
+            # vLLM engine's (its dtype, prefix caching, binding)
             extra={**record.extra, "log_prob_pass": trainer.log_prob_pass, "rollouts": trainer.rollouts,
-                   "precision": describe_precision(trainer.accelerator, trainer.model)},
+                   "precision": describe_precision(trainer.accelerator, trainer.model),
+                   **({"vllm_engine": trainer.vllm_engine} if trainer.vllm_engine else {})},
         )
         if plan is None:
             write_run_record(args.output_dir, record)
@@ -257,6 +282,7 @@ def plan_recipe(script_args: ScriptArguments, training_args: CountdownGRPOConfig
     return RecipePlan(task, engine, prepare_run(script_args, training_args, model_args))
 
 
+@_frees_import_frames
 def run_recipe(
     script_args: ScriptArguments,
     training_args: CountdownGRPOConfig,

@@ -12,6 +12,10 @@ them, so a TRL upgrade is checked here and in :mod:`countdown_rl.training.traine
    (:func:`countdown_rl.generation.vllm_sync.reload_cpu_engine` over TRL's parameter walk); :func:`awake_engine`
    is the colocated engine for a generation outside TRL's rollouts (the held-out evaluation), woken and put back
    to sleep as TRL's own generate does.
+3. The colocated engine's dtype: TRL builds ``vllm.LLM`` without one, so vLLM's ``auto`` would make a float32 model
+   bfloat16 on every x86 CPU (emulated where the CPU has no bf16 kernels). :func:`colocated_engine_dtype` passes it
+   ``vllm_dtype`` (unset: the run's precision, :func:`countdown_rl.generation.vllm_settings.engine_dtype`) through
+   TRL's module-level ``LLM`` name while :class:`~countdown_rl.training.trainer.CountdownGRPOTrainer` builds it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from transformers.trainer_callback import TrainerCallback
 
 from countdown_rl.generation.backends import get_backend
 from countdown_rl.generation.compiled import completion_lists
+from countdown_rl.generation.vllm_settings import engine_dtype
 from countdown_rl.generation.vllm_sync import CPU_SYNC, TRL_SYNC, reload_cpu_engine, vllm_on_cpu
 from countdown_rl.runs.record import update_extra
 
@@ -177,3 +182,44 @@ def awake_engine(vllm_generation) -> Iterator:
     finally:
         llm.sleep(level=2)
         vllm_generation._llm_weights_sleeping = True
+
+
+def vllm_dtype_of(args) -> str:
+    """The dtype the run's colocated engine starts at: ``vllm_dtype``, else the run's precision on its device.
+
+    >>> from types import SimpleNamespace
+    >>> vllm_dtype_of(SimpleNamespace(vllm_dtype=None, bf16=False, fp16=False, use_cpu=True))
+    'float32'
+    """
+    if getattr(args, "vllm_dtype", None) is not None:  # a plain GRPOConfig has no such key
+        return args.vllm_dtype
+    import torch
+
+    on_cpu = args.use_cpu or not torch.cuda.is_available()
+    return engine_dtype(bool(args.bf16), bool(args.fp16), "cpu" if on_cpu else "cuda")
+
+
+@contextlib.contextmanager
+def colocated_engine_dtype(args) -> Iterator[str | None]:
+    """While TRL builds its colocated ``vllm.LLM`` (inside ``GRPOTrainer.__init__``), the engine gets
+    :func:`vllm_dtype_of` ``args`` as its ``dtype`` (TRL passes none). Yields that dtype, or None where no colocated
+    engine is built (no vLLM, server mode)."""
+    if args is None or not (args.use_vllm and args.vllm_mode == "colocate"):
+        yield None
+        return
+    import trl.generation.vllm_generation as trl_vllm
+
+    dtype, built = vllm_dtype_of(args), getattr(trl_vllm, "LLM", None)
+    if built is None:  # vllm is not installed: TRL's __init__ says so itself
+        yield dtype
+        return
+
+    def with_dtype(*pos, **kwargs):
+        kwargs.setdefault("dtype", dtype)
+        return built(*pos, **kwargs)
+
+    trl_vllm.LLM = with_dtype
+    try:
+        yield dtype
+    finally:
+        trl_vllm.LLM = built

@@ -54,6 +54,7 @@ from trl import GRPOTrainer
 from countdown_rl.algorithms import grpo as grpo
 from countdown_rl.algorithms.curriculum import BUDGET_COLUMN
 from countdown_rl.evaluation.sharding import padded_shard  # noqa: F401  (its import path before this module split)
+from countdown_rl.generation.vllm_settings import engine_settings
 from countdown_rl.runs.engine import enable_fsdp2_on_cpu
 from countdown_rl.runs.record import RunRecord, update_extra
 from countdown_rl.tasks import Outcome
@@ -155,7 +156,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
     """
 
     def __init__(self, *args, task=None, **kwargs):
-        super().__init__(*args, **kwargs)
+        # GRPOTrainer(model, reward_funcs, args, ...): the colocated vLLM engine it builds gets the run's dtype
+        with rollouts.colocated_engine_dtype(kwargs.get("args", args[2] if len(args) > 2 else None)):
+            super().__init__(*args, **kwargs)
         # None or a plain GRPOConfig: TRL's run, our hooks idle (but for the prompt-once log-probs, our default: the
         # same pass up to float rounding)
         if not isinstance(self.args, CountdownGRPOConfig):
@@ -179,6 +182,8 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self.add_callback(rollouts.WarmUpCallback(self))
         if self.use_vllm:  # vLLM's CPU backend needs its own weight sync (generation.vllm_sync); said once
             logger.info("vLLM weight sync: %s", rollouts.use_cpu_weight_sync(self.vllm_generation))
+            if self.vllm_engine:
+                logger.info("vLLM colocated engine: %s", self.vllm_engine)
         self.add_callback(LogProbPassRecord(self))
         self._round_correct: list[bool] | None = None  # the task's outcome per row of the last rollout (local)
         if self.args.dynamic_sampling:
@@ -562,6 +567,13 @@ class CountdownGRPOTrainer(GRPOTrainer):
         if not gen.active:
             return f"transformers ({self.args.generation_backend} fell back: {gen.fallback_reason})"
         return self.args.generation_backend
+
+    @property
+    def vllm_engine(self) -> dict | None:
+        """The colocated vLLM engine's dtype, prefix caching and CPU binding, for the run record
+        (``extra["vllm_engine"]``); None without one."""
+        llm = getattr(getattr(self, "vllm_generation", None), "llm", None)
+        return None if llm is None else engine_settings(llm, in_process=self.args.vllm_mode == "colocate")
 
     @property
     def log_prob_pass(self) -> str:

@@ -280,7 +280,8 @@ def test_run_all_one_at_a_time(tmp_path):
 
 
 def test_a_real_models_runs_go_one_at_a_time_unless_jobs_says_otherwise():
-    # one SmolLM2 run takes every core and up to 18 GB on a CPU: all at once would not fit a 24 GB machine
+    # one SmolLM2 run takes every core and 12.1-18.9 GB on the machines measured (docs/demo.md, "Time and memory of
+    # the real-model demo"): two at once would not fit a 24 GB machine
     assert seeds.jobs_at_once(6, None, real_model=True) == 1
     assert seeds.jobs_at_once(6, None, real_model=False) == 6
     assert seeds.jobs_at_once(6, 3, real_model=True) == 3

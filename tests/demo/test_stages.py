@@ -366,3 +366,21 @@ def test_the_rl_stage_is_a_train_recipe(tmp_path):
     assert recipe["dataset_name"] == str(tmp_path / "grpo" / RL_DATA_DIR)
 
 
+
+
+def test_per_device_train_batch_size_splits_the_rl_step_into_whole_groups():
+    """``per_device_train_batch_size``: the RL step's completions in micro-batches with accumulated gradients (TRL's
+    keys), so one optimiser step still sees prompts_per_step x num_generations completions; a size that splits a
+    group or does not divide the step is one line."""
+    from countdown_rl.training.recipe import recipe_from_keys
+
+    config = quick_config(prompts_per_step=4, num_generations=4)
+    whole = demo.rl_recipe(config, "sft", "run", num_eval=4)
+    split = demo.rl_recipe(replace(config, per_device_train_batch_size=8), "sft", "run", num_eval=4)
+    assert (whole["per_device_train_batch_size"], whole["gradient_accumulation_steps"]) == (16, 1)
+    assert (split["per_device_train_batch_size"], split["gradient_accumulation_steps"]) == (8, 2)
+    _, args, _ = recipe_from_keys(split)
+    assert args.generation_batch_size == 16  # one generation of the whole step, trained in two halves
+    for bad in (6, 12, 0):
+        with pytest.raises(ValueError, match=f"--per_device_train_batch_size {bad} must divide the step's 16 "):
+            demo.rl_recipe(replace(config, per_device_train_batch_size=bad), "sft", "run", num_eval=4)

@@ -48,10 +48,10 @@ def _trainer(model_dir, out, peft_config=None, **overrides):
 def check_every_sync(trainer):
     """After each sync: (step, the engine agrees with the training weights) appended to the returned list.
 
-    The engine TRL starts runs in bf16 on a CPU with bf16 support (vLLM's "auto" dtype there), the training model
-    in fp32, so a near tie can flip a greedy token: the check is that the engine's log-probs of its own greedy
-    tokens equal transformers' fp32 log-probs of the same tokens within LOGPROB_TOLERANCE (stale weights miss by
-    far more: see test_reload_into_the_cpu_engine_matches_transformers).
+    The engine runs at the run's dtype (fp32 here; a run may ask for bf16 with ``vllm_dtype``), so a near tie can
+    flip a greedy token there: the check is that the engine's log-probs of its own greedy tokens equal transformers'
+    fp32 log-probs of the same tokens within LOGPROB_TOLERANCE (stale weights miss by far more: see
+    test_reload_into_the_cpu_engine_matches_transformers).
     """
     generation = trainer.vllm_generation
     sync = generation.sync_weights
@@ -208,4 +208,18 @@ def test_train_command_runs_with_colocated_vllm(model_dir, tmp_path, puzzles):
     assert "vLLM weight sync: vllm-cpu reload" in done.stderr
     meta = json.loads((out / "eval" / "eval.json").read_text())["meta"]
     assert meta["backend"] == "vllm" and meta["num_rows"] == 8
-    assert json.loads((out / "run_info.json").read_text())["status"]["state"] == "finished"
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["status"]["state"] == "finished"
+    # the recipe trains in fp32 on the CPU: the colocated engine too, not vLLM's auto (bf16 on every x86 CPU), and
+    # on the training process's threads; the record says so
+    engine = info["extra"]["vllm_engine"]
+    assert engine["dtype"] == "float32" and engine["binding"].endswith("(in-process)")
+
+
+@pytest.mark.slow
+def test_the_colocated_engine_takes_vllm_dtype_when_asked(model_dir, tmp_path):
+    import torch
+
+    trainer = _trainer(model_dir, tmp_path, vllm_dtype="bfloat16", max_steps=1)
+    assert trainer.vllm_generation.llm.llm_engine.vllm_config.model_config.dtype == torch.bfloat16
+    assert trainer.vllm_engine["dtype"] == "bfloat16"

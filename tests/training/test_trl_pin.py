@@ -127,6 +127,12 @@ def test_what_the_vllm_glue_relies_on():
     assert "self._iter_named_params()" in inspect.getsource(VLLMGeneration.sync_weights)
     # the in-training evaluation syncs as TRL's rollouts do, keyed on _last_loaded_step
     assert "self._last_loaded_step" in inspect.getsource(GRPOTrainer)
+    # colocated_engine_dtype passes the run's dtype through the module's LLM name, which TRL calls without one
+    # (in VLLMGeneration._init_vllm, run by __init__)
+    init = inspect.getsource(VLLMGeneration._init_vllm)
+    call = init[init.index("self.llm = LLM("):]
+    call = call[:call.index("\n            )")]
+    assert "dtype" not in call, "TRL now passes the colocated engine a dtype: re-check rollouts.colocated_engine_dtype"
 
 
 def test_the_preemption_counter_is_the_micro_step():
