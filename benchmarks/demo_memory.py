@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+STAGE_PREFIX = re.compile(r"^\[[^\]]*\] ")
 
 
 def _children() -> dict[int, list[int]]:
@@ -86,12 +88,14 @@ def main() -> int:
         for line in proc.stdout:
             sys.stdout.write(line)
             if log:
-                log.write(line)
+                log.write(f"{time.strftime('%H:%M:%S')} {line}")
                 log.flush()
-            text = line.strip()
+            text = STAGE_PREFIX.sub("", line.strip())  # `--seeds` / several `--algorithm`: "[seed 1 grpo] == ... =="
             if text.startswith("== ") and text.endswith(" =="):
+                prefix = line.strip()[:len(line.strip()) - len(text)]
                 with lock:
-                    stages.append({"stage": text[3:-3][:90], "start": time.time(), "peak_bytes": tree_rss(proc.pid)})
+                    stages.append({"stage": (prefix + text[3:-3])[:100], "start": time.time(),
+                                   "peak_bytes": tree_rss(proc.pid)})
         code = proc.wait()
     except KeyboardInterrupt:
         os.killpg(proc.pid, signal.SIGTERM)

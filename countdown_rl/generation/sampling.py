@@ -277,10 +277,6 @@ def generate_vllm(
     # Plain text with the tokenizer's special tokens (e.g. BOS), chat-rendered text as it is: as generate() does.
     token_prompts = [{"prompt_token_ids": tokenizer(text, add_special_tokens=isinstance(prompt, str))["input_ids"]}
                      for text, prompt in zip(texts, prompts, strict=True)]
-    if num_samples > 1 and llm.llm_engine.vllm_config.cache_config.enable_prefix_caching:
-        # The n samples of a request are scheduled together, so none finds another's prompt in the prefix cache:
-        # each would prefill it again. One token per prompt first fills the cache; the samples then reuse its blocks.
-        llm.generate(token_prompts, vllm.SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
     outputs = llm.generate(token_prompts, params, use_tqdm=show_progress)
     return [
         [
