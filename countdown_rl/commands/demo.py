@@ -18,7 +18,7 @@ from countdown_rl.demo.config import DemoConfig, PuzzleSpec, gpu_config, quick_c
 from countdown_rl.demo.pretrained import pretrained_config
 from countdown_rl.demo.puzzles import TRACES
 from countdown_rl.demo.run_dir import PROG
-from countdown_rl.demo.stages import RunStopped, run_demo
+from countdown_rl.demo.stages import RunStopped, rl_batches, run_demo
 from countdown_rl.generation.vllm_import import VLLM_LEFT_OUT, leave_vllm_out
 from countdown_rl.runs.device import DEVICES, resolve_device
 from countdown_rl.tasks import DEFAULT_TASK, TASKS
@@ -178,8 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"held-out puzzles (another task: rows). {default(lambda c: c.puzzles.num_eval)}")
     p.add_argument("--pass_k", type=int,
                    help=f"samples a held-out puzzle at temperature {shown(d.pass_temperature)} for the SFT and RL "
-                   "models' "
-                   f"pass@1 and pass@k (0: none). {default(lambda c: c.pass_k)}")
+                   f"models' pass@1 and pass@k (0: none). {default(lambda c: c.pass_k)}")
     p.add_argument("--expression_eval", type=int,
                    help="held-out puzzles of the expression pool (the public Countdown data's distribution, where a "
                    "fixed sum or difference of the numbers solves a fifth or more), none trained on, also scored by the "
@@ -236,8 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
                    f"and held-out puzzles {by_demo(quick_sizes, quick=True)}. Default: off (the full run)")
     p.add_argument("--resume", action="store_true",
                    help="reuse a finished SFT stage and continue RL from the newest checkpoint in the run dir. "
-                   "Default: off "
-                   "(a fresh run)")
+                   "Default: off (a fresh run)")
     p.add_argument("--device", choices=DEVICES, default=d.device,
                    help="where every stage runs: auto (a CUDA GPU when there is one: bf16 and GPU-sized steps, the "
                    "values 'on a GPU' above; else the CPU: the tiny model in fp32, a real model in bf16 only where "
@@ -333,9 +331,7 @@ def config_from_args(args: argparse.Namespace) -> DemoConfig:
         options, transfer = demo_options(args.task, args.task_options, args.transfer_options)
         overrides.update(task=args.task, task_options=options, transfer_options=transfer)
     overrides.update(rl)
-    from countdown_rl.demo.stages import rl_batches
-
-    rl_batches(replace(config, **{key: value for key, value in overrides.items() if key in RL_FLAGS.values()}))
+    rl_batches(replace(config, **rl))  # a micro-batch that splits a group: one line, before anything loads
     if args.gradient_checkpointing:
         overrides["gradient_checkpointing"] = True
     if args.sft_steps is not None:

@@ -260,9 +260,9 @@ def _run(args: argparse.Namespace) -> int:
         return fail(PROG, str(err))
 
     from countdown_rl.evaluation.eval_files import EVAL_JSON, EVAL_MD, SAMPLES_JSONL, eval_meta, write_eval_outputs
+    from countdown_rl.evaluation.scoring import evaluate_budgets, markdown_table
     from countdown_rl.generation.vllm_settings import bind_every_core, engine_settings
     from countdown_rl.generation.vllm_sync import vllm_on_cpu
-    from countdown_rl.evaluation.scoring import evaluate_budgets, markdown_table
 
     try:
         if args.vllm_server_url:  # the server holds the model; only its tokenizer is needed here

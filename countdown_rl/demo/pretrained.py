@@ -56,8 +56,8 @@ from countdown_rl.demo.run_dir import (
 )
 from countdown_rl.demo.stages import (
     demo_record,
-    rl_batches,
     evaluate_stage,
+    rl_batches,
     rl_recipe,
     sft_precision,
     sft_warmup_on_traces,

@@ -199,6 +199,7 @@ def train_grpo(
                                 "built: nothing was trained")
     if trainer.accelerator.is_main_process:
         logger.info("engine: %s", engine.summary())
+        vllm_engine = trainer.vllm_engine  # the colocated vLLM engine's settings, None without one
         record = replace(
             record,
             engine=engine.to_dict(),
@@ -217,7 +218,7 @@ def train_grpo(
             # vLLM engine's (its dtype, prefix caching, binding)
             extra={**record.extra, "log_prob_pass": trainer.log_prob_pass, "rollouts": trainer.rollouts,
                    "precision": describe_precision(trainer.accelerator, trainer.model),
-                   **({"vllm_engine": trainer.vllm_engine} if trainer.vllm_engine else {})},
+                   **({"vllm_engine": vllm_engine} if vllm_engine else {})},
         )
         if plan is None:
             write_run_record(args.output_dir, record)

@@ -182,8 +182,9 @@ class CountdownGRPOTrainer(GRPOTrainer):
             self.add_callback(rollouts.WarmUpCallback(self))
         if self.use_vllm:  # vLLM's CPU backend needs its own weight sync (generation.vllm_sync); said once
             logger.info("vLLM weight sync: %s", rollouts.use_cpu_weight_sync(self.vllm_generation))
-            if self.vllm_engine:
-                logger.info("vLLM colocated engine: %s", self.vllm_engine)
+            engine = self.vllm_engine
+            if engine:
+                logger.info("vLLM colocated engine: %s", engine)
         self.add_callback(LogProbPassRecord(self))
         self._round_correct: list[bool] | None = None  # the task's outcome per row of the last rollout (local)
         if self.args.dynamic_sampling:
