@@ -112,7 +112,8 @@ def pretrained_config(model: str, quick: bool = False, task: str = "countdown", 
     passes (the same update, about half the step) and truncated completions add no loss (against the length collapse
     seen at 5e-5); no KL anchor (beta 0.04 gained +1.0 at seed 0 and doubled the step).
 
-    ``device="cuda"`` (not ``quick``) sizes it for one GPU (:data:`GPU_SIZED`). bf16 is what the demo wants; where
+    ``device="cuda"`` (not ``quick``) sizes it for one GPU (:data:`GPU_SIZED`; another task: its recipe at a
+    GPU's batch sizes, :data:`TASK_GPU_SIZED`). bf16 is what the demo wants; where
     it runs on a CPU without bf16 kernels, :func:`countdown_rl.demo.config.placed` turns it off (and says so).
     """
     # The chat prompt, temperature 0.7 under bf16 autocast, truncated completions masked, zero-advantage ones skipped.
@@ -142,6 +143,8 @@ def pretrained_config(model: str, quick: bool = False, task: str = "countdown", 
     if task != "countdown":
         sized = TASK_QUICK if quick else TASK_SIZED
         base = replace(base, task=task, **sized, transfer_budgets=(sized["max_completion_length"],))
+        if not quick and overrides.get("device") == "cuda":
+            base = replace(base, **TASK_GPU_SIZED)
         if overrides.get("lora") and not quick:
             base = replace(base, grpo_learning_rate=TASK_LORA_LEARNING_RATE)
     return replace(base, **overrides)
@@ -165,6 +168,12 @@ TASK_SIZED = {"puzzles": PuzzleSpec(num_sft=240, num_rl=640, num_eval=400), "sft
 TASK_LORA_LEARNING_RATE = 1e-4
 TASK_QUICK = {"puzzles": PuzzleSpec(num_sft=32, num_rl=16, num_eval=4), "max_completion_length": 32, "pass_k": 2,
               "num_transfer": 2, "dynamic_sampling": False}
+
+
+# Another task on one GPU: the CPU's recipe (steps, rate, prompts a step: what was tuned and confirmed), at a GPU's
+# batch sizes: a step's completions in one pass (no micro-batches), evaluations 300 prompts a batch; bf16 throughout
+# (demo.config.placed). Not yet measured on a GPU.
+TASK_GPU_SIZED = {"per_device_train_batch_size": None, "eval_batch_size": 300}
 
 
 # The real-model demo on one GPU. Not yet measured on a GPU: chosen from the CPU trials (benchmarks/results/archive.md,

@@ -120,7 +120,7 @@ def test_on_a_gpu_the_demos_write_a_cuda_recipe_sized_for_it(monkeypatch):
     the command line's choice with torch's CUDA probe answering yes."""
     import torch
 
-    from countdown_rl.demo.pretrained import GPU_SIZED, choose_backends, pretrained_config
+    from countdown_rl.demo.pretrained import GPU_SIZED, TASK_GPU_SIZED, choose_backends, pretrained_config
     from countdown_rl.generation.backends import get_backend
 
     gpu = gpu_config()
@@ -134,6 +134,14 @@ def test_on_a_gpu_the_demos_write_a_cuda_recipe_sized_for_it(monkeypatch):
     cpu_smol = pretrained_config("smollm2", device="cpu")  # the rest stays the CPU demo's
     assert replace(smol, device="cpu", **{key: getattr(cpu_smol, key) for key in GPU_SIZED}) == cpu_smol
     assert pretrained_config("smollm2", quick=True, device="cuda").max_steps == 2  # --quick stays the smoke run
+    # another task: its tuned recipe (steps, rate, prompts a step) at a GPU's batch sizes, not the CPU's micro-batches
+    task_gpu = pretrained_config("smollm2", task="reasoning_gym", device="cuda")
+    task_cpu = pretrained_config("smollm2", task="reasoning_gym", device="cpu")
+    assert {key: getattr(task_gpu, key) for key in TASK_GPU_SIZED} == TASK_GPU_SIZED
+    assert replace(task_gpu, device="cpu", **{key: getattr(task_cpu, key) for key in TASK_GPU_SIZED}) == task_cpu
+    task_recipe = demo.rl_recipe(task_gpu, "sft", "grpo", num_eval=400)
+    assert task_recipe["per_device_train_batch_size"] == task_gpu.prompts_per_step * task_gpu.num_generations
+    assert task_recipe["max_steps"] == task_cpu.max_steps and task_recipe["use_cpu"] is False
     expected = "vllm" if get_backend("vllm").installed() else "compiled"
     assert choose_backends("model", device="cuda")[0] == expected
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
