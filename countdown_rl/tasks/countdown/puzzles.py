@@ -61,12 +61,12 @@ __all__ = [
 ]
 
 SEARCH_LIMIT = 5000
+"""Node bound of :func:`search_effort`: a whole 4-number search tree (4573 nodes) fits under it."""
 SAMPLINGS = ("expression", "balanced")
 """How :func:`generate_countdown` picks puzzles: a random expression's value, or that capped per blind template."""
 BLIND_CAP = 0.06
 """``balanced`` sampling's cap: the most puzzles (share of those with as many numbers) any target-blind template
 solves."""
-"""Node bound of :func:`search_effort`: a whole 4-number search tree (4573 nodes) fits under it."""
 
 # An expression tree: a leaf is a given number; a node is (operator, left, right).
 Expr = Union[int, tuple[str, "Expr", "Expr"]]
