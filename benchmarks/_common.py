@@ -143,8 +143,8 @@ def demo_sft(base_dir: Path, sft_dir: Path, puzzles: dict, config, steps: int, *
 def screen_warmup(args, examples: list, what: str) -> tuple[Path, float, bool]:
     """A screen's one format warm-up: ``examples`` (every setting's, mixed) shuffled at ``args.seed``, then
     ``args.sft_steps`` SFT steps from ``args.model`` into ``args.out/sft`` (bf16 autocast where this CPU has bf16
-    kernels); first one line: ``what``, the model, the precision and the evaluations' backend. Returns the warm-up
-    model's folder, its seconds and whether it ran bf16."""
+    kernels); first one line: ``what``, the model, the precision and the evaluations' backend. ``args.sft``: a warm-up
+    model made earlier, used as it is. Returns the warm-up model's folder, its seconds and whether it ran bf16."""
     import random
 
     from countdown_rl.generation.backends import get_backend
@@ -157,6 +157,9 @@ def screen_warmup(args, examples: list, what: str) -> tuple[Path, float, bool]:
     print(f"{what}; model {base_dir}; warm-up in {'bf16 autocast' if bf16 else 'fp32'}; evaluations through "
           f"{'vllm' if get_backend('vllm').installed() else 'transformers'}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.sft is not None:  # a warm-up model made earlier (by a run of the same settings and seed)
+        print(f"reusing the warm-up model {args.sft}", flush=True)
+        return Path(args.sft), 0.0, bf16
     started = time.time()
     examples = list(examples)
     random.Random(args.seed).shuffle(examples)

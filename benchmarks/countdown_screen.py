@@ -103,6 +103,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="completion budget (default 96: the reference shape's longest solver trace is about 70 "
                         "SmolLM2 tokens)")
     parser.add_argument("--seed", type=int, default=0, help="rows, warm-up and sampling seed (default 0)")
+    parser.add_argument("--sft", type=Path, default=None,
+                        help="a warm-up model an earlier run made (OUT/sft) with the same settings, --seed, "
+                        "--warmup_rows and --rows (the same rows: none held out was warmed up on): evaluate it")
     parser.add_argument("--num_threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--quick", action="store_true", help="2 warm-up steps, 4 rows of 3 settings: a smoke test")
     args = parser.parse_args(argv)
