@@ -71,7 +71,7 @@ def demo_config(args, **overrides):
     from countdown_rl.demo.pretrained import pretrained_config
     from countdown_rl.demo.task_rows import demo_options
 
-    options, transfer = demo_options(args.task) if args.task != "countdown" else ((), ())
+    options, transfer = demo_options(args.task)  # Countdown: none
     return placed(pretrained_config(args.model, task=args.task, seed=args.seed, output_dir=str(args.out),
                                     task_options=options, transfer_options=transfer, **overrides))
 
