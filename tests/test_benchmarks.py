@@ -657,3 +657,41 @@ def test_reasoning_gym_recipe_quick_tabulates_the_seeds_own_evaluations(tmp_path
     assert cells["only RL / only warm-up"] == f"{only[0]} / {only[1]}"
     summary = json.loads((out / "results.json").read_text())
     assert [r["seed"] for r in summary["seeds"]] == [3] and summary["quick"] is True
+
+
+@pytest.mark.slow  # the demo's stages on the tiny model: tests/demo/test_pretrained.py; the shape: this test only
+def test_countdown_trial_quick_runs_the_demo_on_the_settings_puzzles(tiny_model_dir, tmp_path):
+    """``countdown_trial.py --quick`` on the tiny Qwen3 folder: the demo's every stage on puzzles of the screen's
+    setting (two numbers up to 20), each held-out puzzle of that shape, the results' paired test and blind rule."""
+    from countdown_rl.evaluation.eval_files import read_samples
+
+    out = tmp_path / "trial"
+    _run("countdown_trial.py", "--quick", "--setting", "2x1-20", "--model", str(tiny_model_dir), "--out", str(out),
+         timeout=400)
+    results = json.loads((out / "grpo" / "demo_results.json").read_text())
+    puzzles = results["config"]["puzzles"]
+    assert (puzzles["min_numbers"], puzzles["max_numbers"], puzzles["max_number"], puzzles["max_target"],
+            puzzles["sampling"]) == (2, 2, 20, 100, "expression")
+    held_out = read_samples(out / "grpo" / "eval")
+    assert held_out and all(len(row["nums"]) == 2 and max(row["nums"]) <= 20 for row in held_out)
+    assert results["num_eval_puzzles"] == len(held_out) and "p_value" in results["paired_test"]
+
+
+@pytest.mark.slow  # the screen's parts (rows, blind rule, random guess, signal): its doctests; the whole run: here
+def test_countdown_screen_quick_then_resume_reads_every_evaluation_back(tiny_vllm_model_dir, tmp_path):
+    """``countdown_screen.py --quick`` on the tiny Qwen3 vLLM runs, then again with ``--resume``: the second run
+    evaluates nothing (each evaluation read back from OUT, the warm-up model reused) and prints the same table; each
+    row's greedy and pass@k are its evaluation files' own, the random guess's pass@k at least its pass@1."""
+    out = tmp_path / "screen"
+    args = ("--quick", "--model", str(tiny_vllm_model_dir), "--out", str(out))
+    first = _run("countdown_screen.py", *args, timeout=600)
+    summary = json.loads((out / "screen.json").read_text())
+    assert summary["reused_evaluations"] == 0 and len(summary["settings"]) == 3
+    for row in summary["settings"]:
+        greedy = json.loads((Path(row["eval_dir"]) / "greedy" / "eval.json").read_text())["results"][0]
+        if row["source"] != "countdown_subset":  # an at-most-once row re-scores its twin's samples
+            assert row["greedy"] == greedy["accuracy"]
+        assert 0 <= row["random_pass_at_1"] <= row["random_pass_at_k"] <= 1
+    again = _run("countdown_screen.py", *args, "--resume", timeout=600)
+    assert "4 evaluations read from" in again and f"reusing the warm-up model {out / 'sft'}" in again
+    assert _table(again) == _table(first)
