@@ -29,6 +29,8 @@
   its example judged differently again here.
 * ``benchmarks/reasoning_gym_recipe.py --quick``: the reasoning-gym CPU recipe's warm-up, training and both
   evaluations at one seed, the table's accuracies and paired counts the evaluations' own, on that seed's held-out rows.
+* ``benchmarks/countdown_trial.py --quick``: the real-model demo's stages on the puzzles of one screen setting.
+* ``benchmarks/countdown_screen.py --quick``, then ``--resume``: every evaluation read back, the same table.
 
 Several are in the slow tier (marked, each saying where the default tier tests what its script measures).
 """
