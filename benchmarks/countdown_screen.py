@@ -380,16 +380,17 @@ def random_guess(source: str, rows: Sequence[Mapping[str, Any]], k: int) -> tupl
 
     from countdown_rl.tasks.countdown.blind import solved_matrix, templates
 
-    shares = []
+    shares = []  # each row's share of expressions that hit its target
     for row in rows:
         p = puzzle(source, row)
         n = len(p["nums"])
         sizes = range(1, n + 1) if source == "countdown_subset" else (n,)
-        hits = [solved_matrix([{"nums": [p["nums"][j] for j in chosen], "target": p["target"]}])[0, :len(templates(size))]
+        hits = [solved_matrix([{"nums": [p["nums"][j] for j in chosen], "target": p["target"]}])[0]
+                [:len(templates(size))]  # the numbers as chosen (the sorted reading repeats them)
                 for size in sizes for chosen in combinations(range(n), size)]
-        shares.append(float(np.concatenate(hits).mean()))
-    shares_ = np.array(shares)
-    return float(shares_.mean()), float((1 - (1 - shares_) ** k).mean())
+        shares.append(np.concatenate(hits).mean())
+    hit = np.array(shares)
+    return float(hit.mean()), float((1 - (1 - hit) ** k).mean())
 
 
 def evaluate_settings(model, backend: str, settings: Sequence[tuple[str, str, dict]], tasks: Mapping[str, Any],
